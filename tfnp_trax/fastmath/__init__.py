@@ -1,0 +1,63 @@
+"""fastmath: the one seam between tfnp_trax and TensorFlow.
+
+Layers import `from tfnp_trax.fastmath import numpy as jnp` and use the
+transforms, ops, random keys and tree utilities re-exported here.
+"""
+
+from tfnp_trax.fastmath._numpy import numpy
+from tfnp_trax.fastmath import random
+from tfnp_trax.fastmath.abstract import abstract_eval
+from tfnp_trax.fastmath.backend import Backend
+from tfnp_trax.fastmath.backend import backend_name
+from tfnp_trax.fastmath.backend import set_backend
+from tfnp_trax.fastmath.backend import use_backend
+from tfnp_trax.fastmath.control_flow import cond
+from tfnp_trax.fastmath.control_flow import fori_loop
+from tfnp_trax.fastmath.control_flow import scan
+from tfnp_trax.fastmath.control_flow import vmap
+from tfnp_trax.fastmath.devices import device_count
+from tfnp_trax.fastmath.devices import local_device_count
+from tfnp_trax.fastmath.nn_ops import avg_pool
+from tfnp_trax.fastmath.nn_ops import conv
+from tfnp_trax.fastmath.nn_ops import max_pool
+from tfnp_trax.fastmath.nn_ops import sum_pool
+from tfnp_trax.fastmath.ops import dynamic_slice
+from tfnp_trax.fastmath.ops import dynamic_slice_in_dim
+from tfnp_trax.fastmath.ops import dynamic_update_slice
+from tfnp_trax.fastmath.ops import dynamic_update_slice_in_dim
+from tfnp_trax.fastmath.ops import erf
+from tfnp_trax.fastmath.ops import expit
+from tfnp_trax.fastmath.ops import index_add
+from tfnp_trax.fastmath.ops import index_max
+from tfnp_trax.fastmath.ops import index_min
+from tfnp_trax.fastmath.ops import index_update
+from tfnp_trax.fastmath.ops import is_float
+from tfnp_trax.fastmath.ops import logsumexp
+from tfnp_trax.fastmath.ops import one_hot
+from tfnp_trax.fastmath.ops import sort_key_val
+from tfnp_trax.fastmath.ops import top_k
+from tfnp_trax.fastmath.transforms import custom_grad
+from tfnp_trax.fastmath.transforms import custom_vjp
+from tfnp_trax.fastmath.transforms import grad
+from tfnp_trax.fastmath.transforms import jit
+from tfnp_trax.fastmath.transforms import stop_gradient
+from tfnp_trax.fastmath.transforms import value_and_grad
+from tfnp_trax.fastmath.transforms import vjp
+from tfnp_trax.fastmath.trees import nested_map
+from tfnp_trax.fastmath.trees import nested_map_multiarg
+from tfnp_trax.fastmath.trees import tree_flatten
+from tfnp_trax.fastmath.trees import tree_leaves
+from tfnp_trax.fastmath.trees import tree_unflatten
+
+__all__ = [
+    'numpy', 'random', 'abstract_eval', 'Backend', 'backend_name',
+    'set_backend', 'use_backend', 'cond', 'fori_loop', 'scan', 'vmap',
+    'device_count', 'local_device_count', 'avg_pool', 'conv', 'max_pool',
+    'sum_pool', 'dynamic_slice', 'dynamic_slice_in_dim',
+    'dynamic_update_slice', 'dynamic_update_slice_in_dim', 'erf', 'expit',
+    'index_add', 'index_max', 'index_min', 'index_update', 'is_float',
+    'logsumexp', 'one_hot', 'sort_key_val', 'top_k', 'custom_grad',
+    'custom_vjp', 'grad', 'jit', 'stop_gradient', 'value_and_grad', 'vjp',
+    'nested_map', 'nested_map_multiarg', 'tree_flatten', 'tree_leaves',
+    'tree_unflatten',
+]

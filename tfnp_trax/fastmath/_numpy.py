@@ -1,0 +1,27 @@
+"""The single place where TensorFlow's NumPy behaviour is switched on.
+
+`tf.experimental.numpy.experimental_enable_numpy_behavior` changes TensorFlow
+globally: afterwards every `tf.Tensor` gains NumPy methods (`.T`, `.reshape`,
+`.astype`, ...) and NumPy type promotion. It must run exactly once, before any
+layer code executes, so every module reaches `jnp` through this file.
+"""
+
+import tensorflow as tf
+import tensorflow.experimental.numpy as _tnp
+
+_ENABLED = False
+
+
+def _enable_once():
+  global _ENABLED
+  if not _ENABLED:
+    # prefer_float32: Python floats become float32 tensors, as on accelerators.
+    _tnp.experimental_enable_numpy_behavior(prefer_float32=True)
+    _ENABLED = True
+
+
+_enable_once()
+
+numpy = _tnp
+
+__all__ = ['numpy', 'tf']
