@@ -34,6 +34,8 @@ from tfnp_trax.fastmath.ops import index_update
 from tfnp_trax.fastmath.ops import is_float
 from tfnp_trax.fastmath.ops import logsumexp
 from tfnp_trax.fastmath.ops import one_hot
+from tfnp_trax.fastmath.ops import qr
+from tfnp_trax.fastmath.ops import cast_like
 from tfnp_trax.fastmath.ops import sort_key_val
 from tfnp_trax.fastmath.ops import top_k
 from tfnp_trax.fastmath.transforms import custom_grad
@@ -56,7 +58,7 @@ __all__ = [
     'sum_pool', 'dynamic_slice', 'dynamic_slice_in_dim',
     'dynamic_update_slice', 'dynamic_update_slice_in_dim', 'erf', 'expit',
     'index_add', 'index_max', 'index_min', 'index_update', 'is_float',
-    'logsumexp', 'one_hot', 'sort_key_val', 'top_k', 'custom_grad',
+    'logsumexp', 'one_hot', 'qr', 'cast_like', 'sort_key_val', 'top_k', 'custom_grad',
     'custom_vjp', 'grad', 'jit', 'stop_gradient', 'value_and_grad', 'vjp',
     'nested_map', 'nested_map_multiarg', 'tree_flatten', 'tree_leaves',
     'tree_unflatten',

@@ -5,7 +5,8 @@ import tensorflow as tf
 __all__ = ['logsumexp', 'expit', 'erf', 'sort_key_val', 'top_k',
            'index_update', 'index_add', 'index_min', 'index_max',
            'dynamic_slice', 'dynamic_update_slice', 'dynamic_slice_in_dim',
-           'dynamic_update_slice_in_dim', 'one_hot', 'is_float']
+           'dynamic_update_slice_in_dim', 'one_hot', 'is_float', 'qr',
+           'cast_like']
 
 
 def is_float(x):
@@ -123,3 +124,14 @@ def dynamic_update_slice_in_dim(x, update, start_index, axis):
 def one_hot(x, n_categories, dtype=tf.float32):
   """One-hot encodes integer `x` into a new trailing axis."""
   return tf.one_hot(tf.cast(x, tf.int32), n_categories, dtype=dtype)
+
+
+def qr(a):
+  """Reduced QR decomposition of a matrix."""
+  return tf.linalg.qr(a)
+
+
+def cast_like(x, y):
+  """Casts `x` to the dtype of `y`."""
+  return tf.cast(x, y.dtype)
+

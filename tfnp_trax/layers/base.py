@@ -1,0 +1,429 @@
+"""The Layer contract: Layer, PureLayer, Fn and LayerError.
+
+A layer is a function from inputs to outputs with weights, state and an rng.
+Its pure core is `pure_fn(x, weights, state, rng) -> (y, new_state)`; the
+object also keeps its current weights and state so that it can be called
+directly. Inputs follow the data-stack convention: a layer with `n_in == 1`
+takes a bare tensor, one with `n_in > 1` a tuple of `n_in` tensors; likewise
+for outputs and `n_out`.
+"""
+
+import inspect
+import random as _py_random
+import traceback
+
+from tfnp_trax import shapes
+from tfnp_trax.fastmath import abstract
+from tfnp_trax.fastmath import random as frandom
+from tfnp_trax.fastmath import transforms
+
+__all__ = ['Layer', 'PureLayer', 'Fn', 'LayerError', 'EMPTY_WEIGHTS',
+           'EMPTY_STATE', 'GET_WEIGHTS_FROM_CACHE', 'GET_STATE_FROM_CACHE',
+           'is_cache_marker']
+
+EMPTY_WEIGHTS = ()
+EMPTY_STATE = ()
+# Markers standing in for the weights/state of a layer that appears more
+# than once in a model: only its first occurrence holds them.
+GET_WEIGHTS_FROM_CACHE = {'__marker_for_cached_weights_': ()}
+GET_STATE_FROM_CACHE = {'__marker_for_cached_state_': ()}
+
+
+def is_cache_marker(x):
+  return isinstance(x, dict) and (x == GET_WEIGHTS_FROM_CACHE or
+                                  x == GET_STATE_FROM_CACHE)
+
+
+class LayerError(Exception):
+  """An error raised inside a layer, annotated with where the layer is.
+
+  The message names the layer, the file and line that created it, the
+  input signature it was called with, and the original error.
+  """
+
+  def __init__(self, layer_name, function_name, caller, input_signature,
+               traceback_string, hint=''):
+    self.layer_name = layer_name
+    self.function_name = function_name
+    self.caller = caller
+    self.input_signature = input_signature
+    self.traceback_string = traceback_string
+    msg = (f'Exception passing through layer {layer_name} (in '
+           f'{function_name}):\n  layer created in file {caller}\n'
+           f'  layer input shapes: {input_signature}\n')
+    if hint:
+      msg += f'  hint: {hint}\n'
+    msg += '\n' + traceback_string
+    super().__init__(msg)
+
+
+def _caller_location():
+  # The first frame outside tfnp_trax/layers and models is where the user
+  # built the layer.
+  for frame in inspect.stack()[2:]:
+    path = frame.filename
+    if '/tfnp_trax/layers/' not in path and '/tfnp_trax/models/' not in path:
+      return f'{path}:{frame.lineno}'
+  return 'unknown'
+
+
+def _short_signature(x):
+  try:
+    return shapes.signature(x)
+  except Exception:  # pylint: disable=broad-except
+    return repr(x)
+
+
+class Layer:
+  """Base class for layers.
+
+  Subclasses override `forward` and, if they have weights or state,
+  `init_weights_and_state`. Layers with sublayers pass them to the
+  constructor's caller through `self._sublayers`.
+  """
+
+  def __init__(self, n_in=1, n_out=1, name=None, sublayers_to_print=None):
+    self._n_in = n_in
+    self._n_out = n_out
+    self._name = name or type(self).__name__
+    self._sublayers = ()
+    self._sublayers_to_print = sublayers_to_print
+    self._weights = EMPTY_WEIGHTS
+    self._state = EMPTY_STATE
+    self._rng = None
+    self._rng_seed_int = _py_random.randint(0, 2**31 - 1)
+    self._init_cached = False
+    self._initialized = False
+    self._caller = _caller_location()
+
+  def __repr__(self):
+    name = self._name
+    if not self.sublayers:
+      return f'{name}_in{self.n_in}' + (f'_out{self.n_out}'
+                                        if self.n_out != 1 else '')
+    subs = self._sublayers_to_print or self.sublayers
+    inner = ',\n'.join('  ' + repr(s).replace('\n', '\n  ') for s in subs)
+    return f'{name}_in{self.n_in}_out{self.n_out}[\n{inner}\n]'
+
+  # -- To override -------------------------------------------------------
+  def forward(self, x):
+    """Computes outputs from `x` using `self.weights`, `self.state`."""
+    raise NotImplementedError(f'{self._name}: forward is not implemented.')
+
+  def init_weights_and_state(self, input_signature):
+    """Sets `self.weights` and `self.state` for `input_signature`."""
+    del input_signature
+
+  @property
+  def has_backward(self):
+    """True if `backward` defines this layer's gradient."""
+    return False
+
+  def backward(self, inputs, output, grad, weights, state, new_state, rng):
+    """Custom gradient: returns `(grad_inputs, grad_weights)`."""
+    raise NotImplementedError
+
+  # -- Properties --------------------------------------------------------
+  @property
+  def name(self):
+    return self._name
+
+  @property
+  def n_in(self):
+    return self._n_in
+
+  @property
+  def n_out(self):
+    return self._n_out
+
+  @property
+  def sublayers(self):
+    return self._sublayers
+
+  @property
+  def weights(self):
+    if not self._sublayers:
+      return self._weights
+    marks = self._weights if isinstance(self._weights, (list, tuple)) and len(
+        self._weights) == len(self._sublayers) else (None,) * len(
+            self._sublayers)
+    return tuple(m if is_cache_marker(m) else layer.weights
+                 for layer, m in zip(self._sublayers, marks))
+
+  @weights.setter
+  def weights(self, weights):
+    if is_cache_marker(weights):
+      return
+    self._initialized = True
+    if not self._sublayers:
+      self._weights = weights
+      return
+    if not isinstance(weights, (list, tuple)) or len(weights) != len(
+        self._sublayers):
+      got = len(weights) if isinstance(weights, (list, tuple)) else type(
+          weights).__name__
+      raise ValueError(
+          f'{self._name}: weights must be a tuple with one entry per sublayer '
+          f'({len(self._sublayers)}), got {got}.')
+    self._weights = tuple(w if is_cache_marker(w) else None for w in weights)
+    for layer, w in zip(self._sublayers, weights):
+      layer.weights = w
+
+  @property
+  def state(self):
+    if not self._sublayers:
+      return self._state
+    marks = self._state if isinstance(self._state, (list, tuple)) and len(
+        self._state) == len(self._sublayers) else (None,) * len(
+            self._sublayers)
+    return tuple(m if is_cache_marker(m) else layer.state
+                 for layer, m in zip(self._sublayers, marks))
+
+  @state.setter
+  def state(self, state):
+    if is_cache_marker(state):
+      return
+    if not self._sublayers:
+      self._state = state
+      return
+    if not isinstance(state, (list, tuple)) or len(state) != len(
+        self._sublayers):
+      raise ValueError(f'{self._name}: state must be a tuple with one entry '
+                       f'per sublayer ({len(self._sublayers)}).')
+    self._state = tuple(s if is_cache_marker(s) else None for s in state)
+    for layer, s in zip(self._sublayers, state):
+      layer.state = s
+
+  @property
+  def rng(self):
+    if self._rng is None:
+      self._rng = frandom.get_prng(self._rng_seed_int)
+    return self._rng
+
+  @rng.setter
+  def rng(self, rng):
+    self._rng = rng
+    if self._sublayers:
+      rngs = frandom.split(rng, len(self._sublayers))
+      for i, layer in enumerate(self._sublayers):
+        layer.rng = rngs[i]
+
+  # -- Init ----------------------------------------------------------------
+  def init(self, input_signature, rng=None, use_cache=False):
+    """Initializes weights and state for inputs shaped like `input_signature`.
+
+    Args:
+      input_signature: a ShapeDtype, or a tuple of them for several inputs.
+      rng: optional int32 [2] key; by default a per-layer random key.
+      use_cache: if True, a layer already initialized in this pass returns
+        cache markers, so shared layers keep one copy of their weights.
+
+    Returns:
+      `(weights, state)`.
+    """
+    try:
+      if self._init_cached and use_cache:
+        return GET_WEIGHTS_FROM_CACHE, GET_STATE_FROM_CACHE
+      if rng is not None:
+        self.rng = rng
+      self.init_weights_and_state(input_signature)
+      self._initialized = True
+      if use_cache:
+        self._init_cached = True
+      else:
+        self._clear_init_cache()
+      return self.weights, self.state
+    except LayerError as e:
+      raise e
+    except Exception as e:  # pylint: disable=broad-except
+      raise LayerError(self._name, 'init', self._caller, input_signature,
+                       _format(e)) from e
+
+  def _clear_init_cache(self):
+    self._init_cached = False
+    for layer in self._sublayers:
+      layer._clear_init_cache()  # pylint: disable=protected-access
+
+  @property
+  def initialized(self):
+    """Whether `init` ran (or weights were set) on this layer."""
+    return self._initialized
+
+  # -- Running -------------------------------------------------------------
+  def __call__(self, x, weights=None, state=None, rng=None):
+    """Runs the layer on `x`, by default with its own weights and state."""
+    weights = self.weights if weights is None else weights
+    rng = self.rng if rng is None else rng
+    if state is not None:
+      self.state = state
+    outputs, new_state = self.pure_fn(x, weights, self.state, rng)
+    self.state = new_state
+    return outputs
+
+  def pure_fn(self, x, weights, state, rng, use_cache=False):
+    """The pure core: `(x, weights, state, rng) -> (outputs, new_state)`.
+
+    Args:
+      x: a tensor, or a tuple of `n_in` tensors.
+      weights: this layer's weight tree.
+      state: this layer's state tree.
+      rng: an int32 [2] key.
+      use_cache: if True, leave `weights` and `state` set on the layer so a
+        second occurrence of the same layer in the model can reuse them.
+
+    Returns:
+      `(outputs, new_state)`.
+    """
+    try:
+      old_weights, old_state, old_rng = self.weights, self.state, self._rng
+      self._rng = rng
+      was_cached = (is_cache_marker(weights) and is_cache_marker(state))
+      if was_cached:
+        weights, state = self.weights, self.state
+      else:
+        self._set_weights_state_quietly(weights, state)
+      if self.has_backward:
+        outputs, new_state = self._do_custom_gradients(x)
+      else:
+        outputs = self.forward(x)
+        new_state = self.state
+      self._rng = old_rng
+      if not use_cache:
+        self._set_weights_state_quietly(old_weights, old_state)
+      else:
+        self._set_weights_state_quietly(weights, new_state)
+      if was_cached:
+        new_state = GET_STATE_FROM_CACHE
+      return outputs, new_state
+    except LayerError as e:
+      raise e
+    except Exception as e:  # pylint: disable=broad-except
+      hint = ('' if self._initialized or not self._needs_init_hint() else
+              'this layer was never initialized: call '
+              'layer.init(shapes.signature(x)) first.')
+      raise LayerError(self._name, 'pure_fn', self._caller,
+                       _short_signature(x), _format(e), hint) from e
+
+  def _needs_init_hint(self):
+    return type(self).init_weights_and_state is not (
+        Layer.init_weights_and_state)
+
+  def _set_weights_state_quietly(self, weights, state):
+    initialized = self._initialized
+    self.weights = weights
+    self.state = state
+    self._initialized = initialized
+
+  def output_signature(self, input_signature):
+    """The output ShapeDtype(s) for inputs shaped like `input_signature`."""
+    return self._forward_abstract(input_signature)[0]
+
+  def _forward_abstract(self, input_signature):
+    """Traces `pure_fn` on signatures; returns output and state signatures."""
+    weights = _signatures_of(self.weights)
+    state = _signatures_of(self.state)
+    try:
+      return abstract.abstract_eval(
+          lambda x, w, s, r: self.pure_fn(x, w, s, r, use_cache=True))(
+              input_signature, weights, state,
+              shapes.ShapeDtype((2,), 'int32'))
+    except LayerError:
+      raise
+    except Exception as e:  # pylint: disable=broad-except
+      raise LayerError(self._name, '_forward_abstract', self._caller,
+                       input_signature, _format(e)) from e
+
+  # -- Custom gradients ------------------------------------------------------
+  def _do_custom_gradients(self, x):
+    """Runs forward with `backward` as the gradient wrt inputs and weights."""
+    state, rng = self.state, self._rng
+
+    def run_forward(inputs, weights):
+      self._set_weights_state_quietly(weights, state)
+      self._rng = rng
+      out = self.forward(inputs)
+      return out, self.state
+
+    def f_vjp(inputs, weights):
+      output, new_state = run_forward(inputs, weights)
+
+      def vjp_fn(ct):
+        ct_output = ct[0]
+        grad_inputs, grad_weights = self.backward(
+            inputs, output, ct_output, weights, state, new_state, rng)
+        return grad_inputs, grad_weights
+      return (output, new_state), vjp_fn
+
+    output, new_state = transforms.custom_grad(f_vjp, run_forward)(
+        x, self.weights)
+    return output, new_state
+
+
+def _signatures_of(tree):
+  def to_sig(x):
+    if is_cache_marker(x):
+      return x
+    if hasattr(x, 'shape') and hasattr(x, 'dtype'):
+      return shapes.ShapeDtype(tuple(x.shape), x.dtype)
+    return x
+  return _map_keep_markers(to_sig, tree)
+
+
+def _map_keep_markers(f, tree):
+  if is_cache_marker(tree):
+    return tree
+  if isinstance(tree, (list, tuple)) and not hasattr(tree, '_fields'):
+    return type(tree)(_map_keep_markers(f, t) for t in tree)
+  if isinstance(tree, tuple):
+    return type(tree)(*[_map_keep_markers(f, t) for t in tree])
+  if isinstance(tree, dict):
+    return {k: _map_keep_markers(f, v) for k, v in tree.items()}
+  return f(tree)
+
+
+def _format(e):
+  return ''.join(traceback.format_exception_only(type(e), e)).strip()
+
+
+class PureLayer(Layer):
+  """A layer with no weights or state, defined by a function of its inputs."""
+
+  def __init__(self, forward_fn, n_in=1, n_out=1, name='PureLayer'):
+    super().__init__(n_in=n_in, n_out=n_out, name=name)
+    self._forward_fn = forward_fn
+
+  def forward(self, x):
+    return self._forward_fn(x)
+
+
+def Fn(name, f, n_out=1):  # pylint: disable=invalid-name
+  """A weightless layer computing `f`; `n_in` is the number of f's args.
+
+  Example:
+    >>> layer = Fn('Double', lambda x: 2 * x)
+    >>> float(layer(1.0))
+    2.0
+
+  Args:
+    name: the layer's name, used in errors and printing.
+    f: a function of positional tensor arguments (no defaults counted).
+    n_out: how many outputs `f` returns (a tuple if more than one).
+
+  Returns:
+    A PureLayer.
+  """
+  params = inspect.signature(f).parameters
+  for p in params.values():
+    if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+      raise ValueError(f'Fn {name}: the function may not take *args or '
+                       f'**kwargs; give it explicit positional arguments.')
+  n_in = sum(1 for p in params.values() if p.default is p.empty)
+  if n_in == 1:
+    forward = f
+  else:
+    def forward(xs):
+      if not isinstance(xs, (list, tuple)) or len(xs) != n_in:
+        got = len(xs) if isinstance(xs, (list, tuple)) else 1
+        raise ValueError(f'Fn {name}: expected {n_in} inputs, got {got}.')
+      return f(*xs)
+  return PureLayer(forward, n_in=n_in, n_out=n_out, name=name)

@@ -1,0 +1,245 @@
+"""Combinators: layers built from other layers, wired by the data stack."""
+
+from tfnp_trax import shapes
+from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.fastmath import random as frandom
+from tfnp_trax.layers import _stack
+from tfnp_trax.layers import base
+
+__all__ = ['Serial', 'Parallel', 'Branch', 'Residual', 'Select', 'Dup',
+           'Drop', 'Swap', 'Add', 'SubtractTop', 'Multiply', 'Gate',
+           'Concatenate', 'Split', 'FlattenList']
+
+
+def _split_rngs(rng, n):
+  if n == 0:
+    return []
+  if n == 1:
+    return [rng]
+  keys = frandom.split(rng, n)
+  return [keys[i] for i in range(n)]
+
+
+class Serial(base.Layer):
+  """Runs sublayers one after another over the data stack.
+
+  Example:
+    >>> model = Serial(Dup(), Add())  # x -> 2x
+  """
+
+  def __init__(self, *sublayers, name=None, sublayers_to_print=None):
+    layers = _stack.ensure_flat(sublayers)
+    n_in, n_out = _stack.n_inputs_n_outputs(layers)
+    super().__init__(n_in=n_in, n_out=n_out, name=name,
+                     sublayers_to_print=sublayers_to_print)
+    self._sublayers = tuple(layers)
+
+  def _check_inputs(self, xs):
+    size = _stack.stack_size(xs)
+    if self.n_in > 1 and size < self.n_in:
+      raise ValueError(
+          f'{self.name}: expects {self.n_in} inputs (a tuple of {self.n_in} '
+          f'arrays) but got {size}: {shapes.signature(xs) if size else xs}. '
+          f'Pass the inputs as a tuple, e.g. model((x1, x2)).')
+
+  def forward(self, xs):
+    self._check_inputs(xs)
+    stack = xs
+    new_state = []
+    rngs = _split_rngs(self.rng, len(self._sublayers))
+    for layer, w, s, r in zip(self._sublayers, self.weights, self.state,
+                              rngs):
+      inputs = _stack.inputs_from_stack(stack, layer.n_in, layer.name)
+      outputs, s = layer.pure_fn(inputs, w, s, r, use_cache=True)
+      stack = _stack.outputs_onto_stack(outputs, stack, layer.n_in,
+                                        layer.n_out)
+      new_state.append(s)
+    self.state = tuple(new_state)
+    return stack
+
+  def init_weights_and_state(self, input_signature):
+    self._check_inputs(input_signature)
+    weights, states = [], []
+    stack = input_signature
+    for layer in self._sublayers:
+      inputs = _stack.inputs_from_stack(stack, layer.n_in, layer.name)
+      w, s = layer.init(inputs, use_cache=True)
+      outputs, _ = layer._forward_abstract(inputs)  # pylint: disable=protected-access
+      stack = _stack.outputs_onto_stack(outputs, stack, layer.n_in,
+                                        layer.n_out)
+      weights.append(w)
+      states.append(s)
+    self.state = tuple(states)
+    self.weights = tuple(weights)
+
+
+class Parallel(base.Layer):
+  """Runs each sublayer on its own slice of the stack, side by side."""
+
+  def __init__(self, *sublayers, name=None):
+    # None stands for the identity on one input.
+    layers = [Select([0]) if l is None else
+              (Serial(l) if isinstance(l, (list, tuple)) else l)
+              for l in sublayers]
+    layers = _stack.ensure_flat(layers)
+    super().__init__(n_in=sum(l.n_in for l in layers),
+                     n_out=sum(l.n_out for l in layers), name=name)
+    self._sublayers = tuple(layers)
+
+  def _slices(self, xs):
+    xs = xs if isinstance(xs, (list, tuple)) else (xs,)
+    if len(xs) < self.n_in:
+      raise ValueError(f'{self.name}: expects {self.n_in} inputs, got '
+                       f'{len(xs)}.')
+    out, start = [], 0
+    for layer in self._sublayers:
+      part = tuple(xs[start:start + layer.n_in])
+      out.append(part[0] if layer.n_in == 1 else part)
+      start += layer.n_in
+    return out
+
+  def forward(self, xs):
+    outputs, new_state = [], []
+    rngs = _split_rngs(self.rng, len(self._sublayers))
+    for layer, x, w, s, r in zip(self._sublayers, self._slices(xs),
+                                 self.weights, self.state, rngs):
+      y, s = layer.pure_fn(x, w, s, r, use_cache=True)
+      outputs.extend([y] if layer.n_out == 1 else list(y))
+      new_state.append(s)
+    self.state = tuple(new_state)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+  def init_weights_and_state(self, input_signature):
+    ws, ss = [], []
+    for layer, sig in zip(self._sublayers, self._slices(input_signature)):
+      w, s = layer.init(sig, use_cache=True)
+      ws.append(w)
+      ss.append(s)
+    self.state = tuple(ss)
+    self.weights = tuple(ws)
+
+
+def Branch(*layers, name='Branch'):  # pylint: disable=invalid-name
+  """Runs each layer on copies of the same inputs; stacks all outputs.
+
+  `None` stands for the identity on the first input.
+  """
+  layers = [Select([0]) if l is None else l for l in layers]
+  parallel_layers = []
+  indices = []
+  for layer in layers:
+    layer = Serial(layer) if isinstance(layer, (list, tuple)) else layer
+    parallel_layers.append(layer)
+    indices.extend(range(layer.n_in))
+  return Serial(Select(indices), Parallel(*parallel_layers), name=name,
+                sublayers_to_print=layers)
+
+
+def Residual(*layers, shortcut=None):  # pylint: disable=invalid-name
+  """Adds the output of `layers` to `shortcut` (identity by default)."""
+  body = Serial(*layers)
+  return Serial(Branch(shortcut, body), Add(), name='Residual',
+                sublayers_to_print=[body] if shortcut is None else
+                [body, shortcut])
+
+
+def Select(indices, n_in=None, name=None):  # pylint: disable=invalid-name
+  """Copies stack items at `indices` to the top, consuming `n_in` items.
+
+  Example: `Select([0, 0, 1])` turns `(a, b)` into `(a, a, b)`.
+  """
+  indices = list(indices)
+  n_in = n_in if n_in is not None else (max(indices) + 1 if indices else 0)
+  if indices and max(indices) >= n_in:
+    raise ValueError(f'Select: index {max(indices)} is out of range for '
+                     f'n_in={n_in}.')
+  name = name or f'Select{indices}'.replace(' ', '')
+
+  def select(xs):
+    xs = xs if isinstance(xs, (list, tuple)) and n_in != 1 else (xs,)
+    out = tuple(xs[i] for i in indices)
+    return out[0] if len(out) == 1 else out
+  return base.PureLayer(select, n_in=n_in, n_out=len(indices), name=name)
+
+
+def Dup():  # pylint: disable=invalid-name
+  """Duplicates the top of the stack."""
+  return base.PureLayer(lambda x: (x, x), n_in=1, n_out=2, name='Dup')
+
+
+def Drop():  # pylint: disable=invalid-name
+  """Removes the top of the stack."""
+  return base.PureLayer(lambda x: (), n_in=1, n_out=0, name='Drop')
+
+
+def Swap():  # pylint: disable=invalid-name
+  """Swaps the two top stack items."""
+  return base.Fn('Swap', lambda x0, x1: (x1, x0), n_out=2)
+
+
+def _same_shape(name, x0, x1):
+  if tuple(x0.shape) != tuple(x1.shape):
+    raise ValueError(f'{name}: inputs must have the same shape, got '
+                     f'{tuple(x0.shape)} and {tuple(x1.shape)}. Broadcasting '
+                     f'is not done implicitly; reshape one input first.')
+
+
+def _binary(name, op):
+  def f(x0, x1):
+    _same_shape(name, x0, x1)
+    return op(x0, x1)
+  return base.Fn(name, f)
+
+
+def Add():  # pylint: disable=invalid-name
+  """Adds the two top stack items (same shapes)."""
+  return _binary('Add', lambda a, b: a + b)
+
+
+def SubtractTop():  # pylint: disable=invalid-name
+  """Subtracts the top item from the one below it: `x0 - x1`."""
+  return _binary('SubtractTop', lambda a, b: a - b)
+
+
+def Multiply():  # pylint: disable=invalid-name
+  """Multiplies the two top stack items element-wise (same shapes)."""
+  return _binary('Multiply', lambda a, b: a * b)
+
+
+def Gate():  # pylint: disable=invalid-name
+  """Blends two inputs: `gate * x + (1 - gate) * xhat`."""
+  return base.Fn('Gate',
+                 lambda gate, x, xhat: gate * x + (1.0 - gate) * xhat)
+
+
+def Concatenate(n_items=2, axis=-1):  # pylint: disable=invalid-name
+  """Concatenates the top `n_items` stack items along `axis`."""
+  if n_items < 2:
+    raise ValueError(f'Concatenate: n_items must be at least 2, got '
+                     f'{n_items}.')
+
+  def concat(xs):
+    return jnp.concatenate(list(xs), axis=axis)
+  return base.PureLayer(concat, n_in=n_items, n_out=1, name='Concatenate')
+
+
+def Split(n_items=2, axis=-1):  # pylint: disable=invalid-name
+  """Splits the top item into `n_items` equal parts along `axis`."""
+  def split(x):
+    size = x.shape[axis]
+    if size % n_items:
+      raise ValueError(f'Split: axis {axis} has size {size}, which does not '
+                       f'divide into {n_items} equal parts.')
+    return tuple(jnp.split(x, n_items, axis=axis))
+  return base.PureLayer(split, n_in=1, n_out=n_items, name='Split')
+
+
+def FlattenList():  # pylint: disable=invalid-name
+  """Flattens a nested list/tuple on top of the stack into one tuple item."""
+  def flatten(x):
+    def walk(y):
+      if isinstance(y, (list, tuple)):
+        return [z for item in y for z in walk(item)]
+      return [y]
+    return tuple(walk(x))
+  return base.PureLayer(flatten, n_in=1, n_out=1, name='FlattenList')

@@ -1,0 +1,177 @@
+"""The Optimizer base class: per-weight `init`/`update`, lifted to weight trees.
+
+A subclass says what happens to one weight array: `init(weights)` builds its
+slots and `update(step, grads, weights, slots, opt_params)` returns new
+weights and slots. `tree_init` and `tree_update` apply these to every leaf of
+a model's (nested tuple) weight tree, add global-norm gradient clipping and
+report gradient and weight norms. Everything is pure and traceable:
+hyperparameters travel in the `opt_params` dict of float32 scalars, so a
+learning-rate schedule can change them every step without retracing.
+"""
+
+from tfnp_trax import fastmath
+from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.optimizers import _trees
+
+__all__ = ['Optimizer', 'l2_norm', 'clip_grads']
+
+
+def l2_norm(tree):
+  """The L2 norm of all elements of all arrays in `tree`, as one vector."""
+  total = jnp.zeros((), jnp.float32)
+  for x in fastmath.tree_flatten(tree):
+    x = _trees.to_compute(x)
+    total = total + jnp.sum(x * x)
+  return jnp.sqrt(total)
+
+
+def clip_grads(grad_tree, max_norm):
+  """Scales `grad_tree` by `max_norm / max(norm, max_norm)` (global norm)."""
+  scale = max_norm / jnp.maximum(l2_norm(grad_tree), max_norm)
+  return fastmath.nested_map(lambda g: g * scale.astype(g.dtype), grad_tree)
+
+
+def _float32_params(opt_params):
+  """Opt params as float32 scalars, so no value silently widens the math."""
+  out = {}
+  for name, value in opt_params.items():
+    try:
+      out[name] = jnp.asarray(value, dtype=jnp.float32)
+    except (TypeError, ValueError):
+      out[name] = value  # Non-numeric extras pass through untouched.
+  return out
+
+
+class Optimizer:
+  """Base class of optimizers acting on Trax weight trees.
+
+  Subclasses implement `init` and `update` for a single weight array; this
+  class assembles them over a whole tree.
+
+  Example:
+
+  >>> from tfnp_trax import optimizers
+  >>> opt = optimizers.SGD(learning_rate=0.5)
+  >>> weights = (jnp.ones((2,), jnp.float32), ())
+  >>> slots, opt_params = opt.tree_init(weights)
+  >>> grads = (jnp.ones((2,), jnp.float32), ())
+  >>> new_weights, slots, stats = opt.tree_update(0, grads, weights, slots,
+  ...                                             opt_params)
+  >>> new_weights[0].numpy().tolist(), new_weights[1]
+  ([0.5, 0.5], ())
+  """
+
+  def __init__(self, learning_rate=0.01, clip_grad_norm=None,
+               **init_opt_params):
+    """Sets the initial hyperparameters.
+
+    Args:
+      learning_rate: the initial learning rate; a schedule may change it
+        between steps through `opt_params['learning_rate']`.
+      clip_grad_norm: if not None, gradients are rescaled so that the global
+        L2 norm of the whole gradient tree is at most this value.
+      **init_opt_params: initial values of further hyperparameters; each
+        becomes a float32 scalar in `opt_params`.
+    """
+    init_opt_params['learning_rate'] = learning_rate
+    self._init_opt_params = _float32_params(init_opt_params)
+    self._slots = None
+    # Clipping needs the norm of the whole tree, so it lives here rather
+    # than in the per-weight `update`.
+    self._clip_grad_norm = clip_grad_norm
+
+  def init(self, weights):
+    """Returns the slots for one weight array (float32 for low precision)."""
+    raise NotImplementedError
+
+  def update(self, step, grads, weights, slots, opt_params):
+    """Returns `(new_weights, new_slots)` for one weight array.
+
+    Args:
+      step: the 0-based training step (int or float, Python or tensor).
+      grads: the gradient of the loss with respect to `weights`.
+      weights: the current weight array.
+      slots: this weight's slots, as built by `init`.
+      opt_params: dict of hyperparameters (float32 scalars).
+    """
+    raise NotImplementedError
+
+  @property
+  def slots(self):
+    return self._slots
+
+  @slots.setter
+  def slots(self, slots):
+    self._slots = slots
+
+  @property
+  def opt_params(self):
+    return self._init_opt_params
+
+  @opt_params.setter
+  def opt_params(self, opt_params):
+    self._init_opt_params = opt_params
+
+  def tree_init(self, weight_tree):
+    """Returns `(slots, opt_params)` for a whole weight tree.
+
+    Args:
+      weight_tree: a model's weights; nested tuples, lists or dicts whose
+        leaves are arrays (empty tuples stand for layers without weights).
+
+    Returns:
+      `slots`, a tuple with one entry per weight leaf (in flatten order),
+      and `opt_params`, a dict of float32 scalar hyperparameters.
+    """
+    self._slots = tuple(self.init(_trees.to_compute(w))
+                        for w in fastmath.tree_flatten(weight_tree))
+    return self._slots, self._init_opt_params
+
+  def tree_update(self, step, grad_tree, weight_tree, slots, opt_params,
+                  store_slots=True):
+    """Updates a whole weight tree; pure apart from `store_slots`.
+
+    Args:
+      step: the 0-based training step; pass a tensor inside `fastmath.jit`
+        so that steps do not retrace.
+      grad_tree: gradients, with the structure and shapes of `weight_tree`.
+      weight_tree: the current weights.
+      slots: slots from `tree_init` or a previous `tree_update`.
+      opt_params: hyperparameters, e.g. from `tree_init`.
+      store_slots: if True, also keep the new slots in `self.slots`; pass
+        False inside traced code so no symbolic tensors leak out.
+
+    Returns:
+      `(new_weights, new_slots, stats)`; `stats` has `gradients_l2` (global
+      norm of the gradients before clipping) and `weights_l2` (global norm
+      of the weights passed in, before this update).
+
+    Raises:
+      ValueError: if the gradients or slots do not match the weights.
+    """
+    name = f'{type(self).__name__}.tree_update'
+    weights_flat = fastmath.tree_flatten(weight_tree)
+    grads_flat = fastmath.tree_flatten(grad_tree)
+    _trees.check_grads_match(name, grads_flat, weights_flat, weight_tree)
+    _trees.check_slots_match(name, slots, weights_flat)
+    opt_params = _float32_params(opt_params)
+
+    grads_flat = [_trees.to_compute(g, like=w)
+                  for g, w in zip(grads_flat, weights_flat)]
+    grads_norm = l2_norm(grads_flat)
+    if self._clip_grad_norm is not None:
+      grads_flat = clip_grads(grads_flat, self._clip_grad_norm)
+    weights_norm = l2_norm(weights_flat)
+
+    new_weights_flat, new_slots = [], []
+    for g, w, s in zip(grads_flat, weights_flat, slots):
+      w = jnp.asarray(w)
+      new_w, new_s = self.update(step, g, _trees.to_compute(w), s, opt_params)
+      new_weights_flat.append(new_w.astype(w.dtype))
+      new_slots.append(new_s)
+    new_weights, _ = fastmath.tree_unflatten(new_weights_flat, weight_tree)
+    new_slots = tuple(new_slots)
+    if store_slots:
+      self._slots = new_slots
+    stats = {'gradients_l2': grads_norm, 'weights_l2': weights_norm}
+    return new_weights, new_slots, stats
