@@ -1,0 +1,70 @@
+"""Trees of tf.Variables that live under a distribution strategy.
+
+Weights, slots and state are held as variables created in the strategy's
+scope (mirrored across replicas). Each replica computes identical new values
+after the gradient all-reduce, so writing them back needs no further
+communication: `assign_local` hands every device its own replica's value.
+"""
+
+import tensorflow as tf
+
+from tfnp_trax import fastmath
+
+__all__ = ['VariableTree', 'assign_local']
+
+
+class VariableTree:
+  """A tree of variables mirroring a tree of arrays (empty tuples kept)."""
+
+  def __init__(self, tree, strategy, name):
+    self._structure = tree
+    self._strategy = strategy
+    with strategy.scope():
+      self.variables = [
+          tf.Variable(x, trainable=False, name=f'{name}_{i}',
+                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+          for i, x in enumerate(fastmath.tree_flatten(tree))]
+
+  def read(self):
+    """The current values as a tree of tensors (local copies per replica)."""
+    flat = [v.read_value() for v in self.variables]
+    return fastmath.tree_unflatten(flat, self._structure)[0]
+
+  def numpy(self):
+    """The current values as a tree of NumPy arrays (first replica)."""
+    flat = [v.numpy() for v in self.variables]
+    return fastmath.tree_unflatten(flat, self._structure)[0]
+
+  def assign(self, tree):
+    """Sets all values from a tree of arrays (outside replica functions)."""
+    for v, x in zip(self.variables, fastmath.tree_flatten(tree)):
+      v.assign(tf.cast(x, v.dtype))
+
+  def check_like(self, tree, what):
+    flat = fastmath.tree_flatten(tree)
+    if len(flat) != len(self.variables):
+      raise ValueError(f'{what}: expected {len(self.variables)} arrays, got '
+                       f'{len(flat)}.')
+    for i, (v, x) in enumerate(zip(self.variables, flat)):
+      if tuple(v.shape) != tuple(x.shape):
+        raise ValueError(f'{what}: array {i} ({v.name}) has shape '
+                         f'{tuple(v.shape)} here but {tuple(x.shape)} in the '
+                         f'values given.')
+
+
+def assign_local(variables, values):
+  """Inside a replica function: each device keeps its replica's `values`.
+
+  Replicas must already agree on `values` (e.g. after an all-reduce); the
+  write is then purely local, with no collective.
+  """
+  if not variables:
+    return
+  ctx = tf.distribute.get_replica_context()
+
+  def merge_fn(strategy, per_replica_values):
+    for var, val in zip(variables, per_replica_values):
+      strategy.extended.update(
+          var, lambda v, x: v.assign(tf.cast(x, v.dtype)), args=(val,),
+          group=False)
+  ctx.merge_call(merge_fn, args=(list(values),))

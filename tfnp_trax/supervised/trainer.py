@@ -1,0 +1,181 @@
+"""Trainer: one compiled, replicated training step over a model with loss.
+
+The whole step runs inside `strategy.run`: forward pass, backward pass,
+gradient all-reduce (a collective on device), optimizer update and the
+in-place write of weights, slots and model state. The host passes in the
+batch, an rng, the step number and the learning rate, and gets back only
+scalars that were already reduced on device.
+"""
+
+import numpy as onp
+import tensorflow as tf
+
+from distribute import collectives
+from tfnp_trax import fastmath
+from tfnp_trax.supervised import _variables
+
+__all__ = ['Trainer']
+
+
+def _mean_state(state):
+  # Replicas see different data, so float state (e.g. BatchNorm statistics)
+  # is averaged to stay identical everywhere; integer counters already agree.
+  def avg(x):
+    x = tf.convert_to_tensor(x)
+    return collectives.pmean(x) if x.dtype.is_floating else x
+  return fastmath.nested_map(avg, state)
+
+
+class Trainer:
+  """Trains `model_with_loss` (which outputs a scalar loss) on a strategy.
+
+  Example:
+    >>> trainer = Trainer(tl.Serial(model, tl.CrossEntropyLoss()),
+    ...                   optimizers.Adam(0.001))
+    >>> loss, stats = trainer.one_step((x, y, w), rng, step=0)
+  """
+
+  def __init__(self, model_with_loss, optimizer, strategy=None,
+               jit_compile=None):
+    """Creates variables for weights, slots and state under `strategy`.
+
+    Args:
+      model_with_loss: an initialized layer mapping a batch to a scalar loss.
+      optimizer: a tfnp_trax optimizer.
+      strategy: a tf.distribute strategy (default: the current one).
+      jit_compile: compile the replica step with XLA (None lets TF decide).
+    """
+    if not model_with_loss.initialized:
+      raise ValueError(
+          'Trainer: model_with_loss is not initialized; call '
+          'model_with_loss.init(shapes.signature(batch)) first.')
+    self._model = model_with_loss
+    self._optimizer = optimizer
+    self._strategy = strategy or tf.distribute.get_strategy()
+    weights, state = model_with_loss.weights, model_with_loss.state
+    slots, opt_params = optimizer.tree_init(weights)
+    self._opt_param_names = sorted(opt_params)
+    self._default_opt_params = {k: onp.float32(opt_params[k])
+                                for k in self._opt_param_names}
+    self._weights = _variables.VariableTree(weights, self._strategy, 'w')
+    self._slots = _variables.VariableTree(slots, self._strategy, 'slot')
+    self._state = _variables.VariableTree(state, self._strategy, 'state')
+    self._step_fn = tf.function(self._distributed_step, autograph=False)
+    self._replica_fn = tf.function(self._replica_step, autograph=False,
+                                   jit_compile=jit_compile) if jit_compile \
+        else self._replica_step
+    self.n_traces = 0
+
+  @property
+  def strategy(self):
+    return self._strategy
+
+  @property
+  def model_weights(self):
+    return self._weights.numpy()
+
+  @model_weights.setter
+  def model_weights(self, weights):
+    self._weights.check_like(weights, 'Trainer.model_weights')
+    self._weights.assign(weights)
+
+  @property
+  def model_state(self):
+    return self._state.numpy()
+
+  @model_state.setter
+  def model_state(self, state):
+    self._state.assign(state)
+
+  @property
+  def slots(self):
+    return self._slots.numpy()
+
+  @slots.setter
+  def slots(self, slots):
+    self._slots.assign(slots)
+
+  def variables(self):
+    """All variables (weights, slots, state), e.g. for checkpoints."""
+    return {'weights': self._weights.variables,
+            'slots': self._slots.variables,
+            'state': self._state.variables}
+
+  def _replica_step(self, batch, rng, step, opt_params):
+    ctx = tf.distribute.get_replica_context()
+    rng = fastmath.random.fold_in(rng, ctx.replica_id_in_sync_group)
+    weights = self._weights.read()
+    state = self._state.read()
+
+    def loss_fn(w):
+      loss, new_state = self._model.pure_fn(batch, w, state, rng)
+      return loss, new_state
+    (loss, new_state), grads = fastmath.value_and_grad(
+        loss_fn, has_aux=True)(weights)
+    # The pmean path: gradients and the loss are averaged by collectives
+    # inside the replica, never gathered on the host.
+    grads = collectives.pmean(grads)
+    loss = collectives.pmean(loss)
+    new_weights, new_slots, stats = self._optimizer.tree_update(
+        step, grads, weights, self._slots.read(), opt_params,
+        store_slots=False)
+    new_state = _mean_state(new_state)
+    _variables.assign_local(
+        self._weights.variables + self._slots.variables +
+        self._state.variables,
+        fastmath.tree_flatten(new_weights) + fastmath.tree_flatten(new_slots)
+        + fastmath.tree_flatten(new_state))
+    return loss, stats
+
+  def _distributed_step(self, batch, rng, step, opt_params):
+    self.n_traces += 1
+    loss, stats = self._strategy.run(self._replica_fn,
+                                     args=(batch, rng, step, opt_params))
+    mean = tf.distribute.ReduceOp.MEAN
+    loss = self._strategy.reduce(mean, loss, axis=None)
+    stats = {k: self._strategy.reduce(mean, v, axis=None)
+             for k, v in stats.items()}
+    return loss, stats
+
+  def distribute_batch(self, batch):
+    """Splits a host batch along axis 0 across the local replicas."""
+    strategy = self._strategy
+    n = strategy.num_replicas_in_sync
+    if n == 1:
+      return fastmath.nested_map(tf.convert_to_tensor, batch)
+    for x in fastmath.tree_flatten(batch):
+      if x.shape[0] % n:
+        raise ValueError(f'Trainer: batch size {x.shape[0]} does not divide '
+                         f'by the {n} replicas; use a multiple of {n}.')
+
+    def value_fn(ctx):
+      i = ctx.replica_id_in_sync_group
+      return fastmath.nested_map(
+          lambda x: tf.convert_to_tensor(
+              x[i * (x.shape[0] // n):(i + 1) * (x.shape[0] // n)]), batch)
+    return strategy.experimental_distribute_values_from_function(value_fn)
+
+  def one_step(self, batch, rng, step, learning_rate=None, opt_params=None):
+    """Runs one training step and returns `(loss, stats)` as host scalars.
+
+    Args:
+      batch: a tuple of arrays (inputs, targets[, weights]) for the whole
+        global batch on this worker, or already-distributed values.
+      rng: an int32 [2] key; each replica folds in its replica id.
+      step: the 0-based step number.
+      learning_rate: optional learning rate for this step.
+      opt_params: optional dict of further hyperparameter values.
+    """
+    params = dict(self._default_opt_params)
+    if opt_params:
+      params.update(opt_params)
+    if learning_rate is not None:
+      params['learning_rate'] = learning_rate
+    params = {k: tf.constant(v, tf.float32) for k, v in params.items()}
+    if not isinstance(batch, tf.distribute.DistributedValues) and not (
+        isinstance(batch, tuple) and batch and isinstance(
+            batch[0], tf.distribute.DistributedValues)):
+      batch = self.distribute_batch(batch)
+    loss, stats = self._step_fn(batch, tf.convert_to_tensor(rng, tf.int32),
+                                tf.constant(step, tf.int32), params)
+    return loss, stats
