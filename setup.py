@@ -24,6 +24,7 @@ setup(
         'tf-keras>=2.16',
         'numpy>=1.23',
         'absl-py>=1.0',
+        'tensorboard>=2.16',
         'scikit-learn>=1.0',
     ],
     extras_require={

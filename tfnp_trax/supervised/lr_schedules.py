@@ -127,3 +127,86 @@ def _body_and_tail(body_value, body_start=None, tail_start=None,
       rate = jnp.where(step >= tail_start, tail, rate)
     return jnp.where(step < body_start, ramp, rate).astype(jnp.float32)
   return schedule
+
+
+def multifactor(factors='constant * linear_warmup * rsqrt_decay',
+                constant=0.1,  # pylint: disable=redefined-outer-name
+                warmup_steps=400,
+                decay_factor=0.5,
+                steps_per_decay=20000,
+                steps_per_cycle=100000,
+                second_constant=0.01,
+                second_constant_step=10000,
+                minimum=0):
+  """Returns the product of named factors, floored at `minimum`.
+
+  `factors` names factors separated by `*`; with `s` the step:
+
+  * `constant`: `constant`;
+  * `two_constants`: `constant` before `second_constant_step`, then
+    `second_constant`;
+  * `linear_warmup`: `min(1, s / warmup_steps)`;
+  * `rsqrt_decay`: `1 / sqrt(max(s, warmup_steps))`;
+  * `rsqrt_normalized_decay`: `sqrt(warmup_steps) / sqrt(max(s,
+    warmup_steps))`;
+  * `decay_every`: `decay_factor ** floor(s / steps_per_decay)`;
+  * `cosine_decay`: `(1 + cos(pi * frac(p))) / 2` with
+    `p = max(0, (s - warmup_steps) / steps_per_cycle)`.
+
+  Args:
+    factors: the factor names, e.g. `'constant * linear_warmup'`.
+    constant: the base rate.
+    warmup_steps: warm-up length, also the floor of the rsqrt decays and the
+      start of the cosine decay.
+    decay_factor: factor applied every `steps_per_decay` steps.
+    steps_per_decay: period of `decay_every`.
+    steps_per_cycle: period of `cosine_decay`.
+    second_constant: the rate of `two_constants` from
+      `second_constant_step` on.
+    second_constant_step: the step where `two_constants` switches.
+    minimum: the returned rate is at least this.
+
+  Returns:
+    The schedule function.
+
+  Raises:
+    ValueError: if a factor name is unknown.
+
+  Example:
+
+  >>> schedule = multifactor('constant * linear_warmup', constant=0.5,
+  ...                        warmup_steps=10)
+  >>> [round(float(schedule(s)), 4) for s in (0, 5, 100)]
+  [0.0, 0.25, 0.5]
+  """
+  names = [n.strip() for n in factors.split('*')]
+  unknown = [n for n in names if n not in MULTIFACTOR_FACTORS]
+  if unknown:
+    raise ValueError(f'multifactor: unknown factor {unknown[0]!r} in '
+                     f'{factors!r}; known factors: {list(MULTIFACTOR_FACTORS)}.')
+
+  def factor(name, step):
+    if name == 'constant':
+      return constant
+    if name == 'two_constants':
+      return jnp.where(step < second_constant_step, constant, second_constant)
+    if name == 'linear_warmup':
+      return jnp.minimum(1.0, step / warmup_steps)
+    if name == 'rsqrt_decay':
+      return 1.0 / jnp.sqrt(jnp.maximum(step, warmup_steps))
+    if name == 'rsqrt_normalized_decay':
+      return math.sqrt(warmup_steps) / jnp.sqrt(jnp.maximum(step,
+                                                            warmup_steps))
+    if name == 'decay_every':
+      return decay_factor ** jnp.floor(step / steps_per_decay)
+    # cosine_decay: cycles restart every steps_per_cycle after warm-up.
+    progress = jnp.maximum(0.0, (step - warmup_steps) / steps_per_cycle)
+    return 0.5 * (1.0 + jnp.cos(math.pi * jnp.mod(progress, 1.0)))
+
+  def schedule(step):
+    step = _as_step(step)
+    rate = jnp.ones((), jnp.float32)
+    for name in names:
+      rate = rate * factor(name, step)
+    return jnp.maximum(rate, minimum).astype(jnp.float32)
+  return schedule

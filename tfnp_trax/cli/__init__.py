@@ -1,0 +1,32 @@
+"""The `tfnp-trax` command: `tfnp-trax train ...` and `tfnp-trax rl ...`."""
+
+import importlib
+import sys
+
+__all__ = ['run']
+
+_COMMANDS = {'train': 'tfnp_trax.cli.train', 'rl': 'tfnp_trax.cli.rl'}
+
+
+def run(argv=None):
+  """Dispatches to a subcommand; `tfnp-trax` alone runs `train`."""
+  argv = list(sys.argv if argv is None else argv)
+  prog = 'tfnp-trax'
+  if len(argv) > 1 and argv[1] in ('-h', '--help', 'help'):
+    print(f'usage: {prog} {{{",".join(_COMMANDS)}}} [--flags]\n'
+          f'  {prog} train --helpfull   lists the training flags.')
+    return 0
+  command = 'train'
+  rest = argv[1:]
+  if rest and not rest[0].startswith('-'):
+    command, rest = rest[0], rest[1:]
+  if command not in _COMMANDS:
+    print(f'{prog}: unknown command {command!r}; choose one of '
+          f'{sorted(_COMMANDS)}.', file=sys.stderr)
+    return 2
+  module = importlib.import_module(_COMMANDS[command])
+  return module.main([f'{prog} {command}'] + rest)
+
+
+if __name__ == '__main__':
+  sys.exit(run())

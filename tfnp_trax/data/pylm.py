@@ -1,0 +1,58 @@
+"""A character-level language-modelling corpus: Python's own standard library.
+
+The `.py` files of the running interpreter's standard library are found at
+run time, so no download is needed. Text is modelled as bytes (vocab 256).
+Every 10th file (in sorted order) is held out for evaluation.
+"""
+
+import glob
+import math
+import os
+import sysconfig
+
+import numpy as onp
+
+__all__ = ['load_corpus', 'lm_batches', 'unigram_bits_per_char', 'bits',
+           'VOCAB_SIZE']
+
+VOCAB_SIZE = 256
+
+
+def load_corpus(max_bytes=6_000_000, eval_every=10):
+  """Returns (train_bytes, eval_bytes) as uint8 arrays."""
+  root = sysconfig.get_paths()['stdlib']
+  files = sorted(glob.glob(os.path.join(root, '*.py')))
+  if not files:
+    raise FileNotFoundError(f'pylm: no .py files found under {root}.')
+  train, evals, total = [], [], 0
+  for i, path in enumerate(files):
+    with open(path, 'rb') as f:
+      data = f.read()
+    (evals if i % eval_every == 0 else train).append(data)
+    total += len(data)
+    if total >= max_bytes:
+      break
+  as_array = lambda chunks: onp.frombuffer(b'\n'.join(chunks), onp.uint8)
+  return as_array(train), as_array(evals)
+
+
+def lm_batches(data, batch_size, seq_len, seed):
+  """Yields (inputs, targets, weights) of random windows, forever."""
+  rng = onp.random.default_rng(seed)
+  high = len(data) - seq_len
+  while True:
+    starts = rng.integers(0, high, size=batch_size)
+    x = onp.stack([data[s:s + seq_len] for s in starts]).astype(onp.int32)
+    yield x, x, onp.ones_like(x, dtype=onp.float32)
+
+
+def unigram_bits_per_char(train, evals):
+  """Cross-entropy (bits/char) of `evals` under train's byte frequencies."""
+  counts = onp.bincount(train, minlength=VOCAB_SIZE).astype(onp.float64) + 1.
+  probs = counts / counts.sum()
+  eval_counts = onp.bincount(evals, minlength=VOCAB_SIZE)
+  return float(-(eval_counts * onp.log2(probs)).sum() / eval_counts.sum())
+
+
+def bits(nats):
+  return nats / math.log(2.)

@@ -1,0 +1,3 @@
+"""supervised: training loops, tasks, checkpoints and learning-rate schedules."""
+
+__all__ = []

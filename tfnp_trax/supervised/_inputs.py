@@ -1,0 +1,52 @@
+"""Input streams for Loop: Python iterators or tf.data, resumable by count."""
+
+import itertools
+
+import tensorflow as tf
+
+__all__ = ['InputStream']
+
+
+def _as_tuple(batch):
+  return tuple(batch) if isinstance(batch, (list, tuple)) else (batch,)
+
+
+class InputStream:
+  """Yields training batches and counts them, so a resumed run can skip.
+
+  Args:
+    labeled_data: a `tf.data.Dataset` of (inputs, targets[, weights]), or a
+      Python iterable/iterator of NumPy tuples.
+    strategy: batches of a Dataset are distributed through it.
+    position: how many batches an earlier run already consumed.
+  """
+
+  def __init__(self, labeled_data, strategy, position=0):
+    self.position = position
+    self._strategy = strategy
+    self._pushed = []
+    if isinstance(labeled_data, tf.data.Dataset):
+      ds = labeled_data.skip(position).prefetch(tf.data.AUTOTUNE)
+      if strategy.num_replicas_in_sync > 1:
+        ds = strategy.experimental_distribute_dataset(ds)
+      self._it = iter(ds)
+      self.is_dataset = True
+    else:
+      it = iter(labeled_data)
+      # A fresh iterator restarts the stream: skip what was consumed before.
+      self._it = itertools.islice(it, position, None) if position else it
+      self.is_dataset = False
+
+  def peek(self):
+    """The next batch, left in the stream."""
+    if not self._pushed:
+      self._pushed.append(next(self._it))
+    return self._pushed[0]
+
+  def __iter__(self):
+    return self
+
+  def __next__(self):
+    batch = self._pushed.pop(0) if self._pushed else next(self._it)
+    self.position += 1
+    return _as_tuple(batch) if not self.is_dataset else tuple(batch)
