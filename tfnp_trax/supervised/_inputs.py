@@ -24,6 +24,7 @@ class InputStream:
   def __init__(self, labeled_data, strategy, position=0):
     self.position = position
     self._strategy = strategy
+    self._data = labeled_data
     self._pushed = []
     if isinstance(labeled_data, tf.data.Dataset):
       ds = labeled_data.skip(position).prefetch(tf.data.AUTOTUNE)
@@ -36,6 +37,22 @@ class InputStream:
       # A fresh iterator restarts the stream: skip what was consumed before.
       self._it = itertools.islice(it, position, None) if position else it
       self.is_dataset = False
+
+  def fast_forward(self, position):
+    """Moves on to `position` (batches consumed since the stream began).
+
+    A Dataset is re-read from `position`. A Python iterator cannot be
+    rewound, so its batches are consumed until the count matches; pass a
+    fresh iterator when resuming in a new process.
+    """
+    if position < self.position:
+      raise ValueError(f'InputStream: cannot move back from batch '
+                       f'{self.position} to {position}.')
+    if self.is_dataset:
+      self.__init__(self._data, self._strategy, position)
+      return
+    while self.position < position:
+      next(self)
 
   def peek(self):
     """The next batch, left in the stream."""

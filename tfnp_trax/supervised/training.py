@@ -310,9 +310,7 @@ class Loop:
     self._seed = int(self._seed_var.numpy())
     self.history = history_lib.History.from_dict(
         manifest['extra'].get('history', {}))
-    self._stream = _inputs.InputStream(self._task.labeled_data,
-                                       self._strategy,
-                                       int(self._position_var.numpy()))
+    self._stream.fast_forward(int(self._position_var.numpy()))
     self._sync_model()
     _print(f'Resumed from {manifest["path"]} at step {self._step}.')
     return self._step

@@ -1,0 +1,74 @@
+"""A small deterministic training run, driven by the Loop tests.
+
+usage: python -m tests.supervised._loop_script OUTPUT_DIR N_STEPS RESULT.npz
+       [--replicas N] [--sleep SECONDS]
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+
+def data(seed):
+  r = np.random.default_rng(seed)
+  while True:
+    x = r.normal(size=(8, 6)).astype(np.float32)
+    y = (x[:, :3].sum(-1) > 0).astype(np.int32)
+    yield x, y, np.ones(8, np.float32)
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument('output_dir')
+  parser.add_argument('n_steps', type=int)
+  parser.add_argument('result')
+  parser.add_argument('--replicas', type=int, default=1)
+  parser.add_argument('--sleep', type=float, default=0.0)
+  parser.add_argument('--dropout', type=float, default=0.1)
+  args = parser.parse_args()
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if args.replicas > 1:
+    cpu = tf.config.list_physical_devices('CPU')[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * args.replicas)
+  from tfnp_trax import fastmath  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import optimizers  # pylint: disable=g-import-not-at-top
+  import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.supervised import training  # pylint: disable=g-import-not-at-top
+
+  strategy = None
+  if args.replicas > 1:
+    strategy = tf.distribute.MirroredStrategy(
+        [d.name for d in tf.config.list_logical_devices('CPU')])
+  model = tl.Serial(tl.Dense(16), tl.Relu(), tl.Dropout(args.dropout), tl.Dense(2))
+  task = training.TrainTask(data(0), tl.WeightedCategoryCrossEntropy(),
+                            optimizers.Adam(0.01), n_steps_per_checkpoint=5)
+
+  class Slow:  # Gives the killing test time to strike mid-run.
+
+    def __init__(self, loop):
+      del loop
+
+    def call_at(self, step):
+      return True
+
+    def on_step_begin(self, step):
+      pass
+
+    def on_step_end(self, step):
+      del step
+      time.sleep(args.sleep)
+
+  loop = training.Loop(model, task, output_dir=args.output_dir,
+                       strategy=strategy, callbacks=[Slow], random_seed=3,
+                       log_every=1)
+  loop.run(args.n_steps - loop.step)
+  np.savez(args.result, *[np.asarray(w) for w in
+                          fastmath.tree_flatten(loop.model.weights)],
+           losses=np.array([v for _, v in loop.history.get('train',
+                                                           'loss')]))
+
+
+if __name__ == '__main__':
+  main()

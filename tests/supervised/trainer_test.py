@@ -1,0 +1,147 @@
+"""Trainer: one compiled replica step; replicas agree with one device."""
+
+import numpy as np
+import pytest
+
+from tests import _subprocess
+from tfnp_trax import fastmath
+from tfnp_trax import optimizers
+from tfnp_trax import shapes
+from tfnp_trax.fastmath import numpy as jnp
+import tfnp_trax.layers as tl
+from tfnp_trax.supervised import trainer as trainer_lib
+
+
+def _xent(log_probs, targets):
+  return -jnp.mean(jnp.sum(log_probs * fastmath.one_hot(targets, 3), axis=-1))
+
+
+def _mlp_with_loss(batch):
+  model = tl.Serial(tl.Dense(8), tl.Relu(), tl.Dense(3), tl.LogSoftmax(),
+                    tl.Fn('Xent', _xent))
+  model.init(shapes.signature(batch), rng=fastmath.random.get_prng(0))
+  return model
+
+
+def _batch(n=8):
+  r = np.random.default_rng(0)
+  return (r.normal(size=(n, 4)).astype(np.float32),
+          r.integers(0, 3, size=n).astype(np.int32))
+
+
+def test_sgd_step_matches_numpy():
+  batch = _batch()
+  model = _mlp_with_loss(batch)
+  (w1, b1), _, (w2, b2), _, _ = [tuple(np.asarray(a, np.float64) for a in w)
+                                 if w else () for w in model.weights]
+  trainer = trainer_lib.Trainer(model, optimizers.SGD(0.1))
+  loss, stats = trainer.one_step(batch, fastmath.random.get_prng(1), 0)
+
+  # NumPy forward and backward of the same MLP in float64.
+  x, y = (np.asarray(batch[0], np.float64), batch[1])
+  h_pre = x @ w1 + b1
+  h = np.maximum(h_pre, 0)
+  logits = h @ w2 + b2
+  logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  onehot = np.eye(3)[y]
+  ref_loss = -np.mean((logp * onehot).sum(-1))
+  dlogits = (np.exp(logp) - onehot) / len(y)
+  dw2, db2 = h.T @ dlogits, dlogits.sum(0)
+  dh = dlogits @ w2.T * (h_pre > 0)
+  dw1, db1 = x.T @ dh, dh.sum(0)
+  grad_norm = np.sqrt(sum((g * g).sum() for g in (dw1, db1, dw2, db2)))
+
+  np.testing.assert_allclose(float(loss), ref_loss, rtol=1e-5)
+  np.testing.assert_allclose(float(stats['gradients_l2']), grad_norm,
+                             rtol=1e-4)
+  new = trainer.model_weights
+  np.testing.assert_allclose(new[0][0], w1 - 0.1 * dw1, rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(new[2][1], b2 - 0.1 * db2, rtol=1e-4, atol=1e-6)
+
+
+def test_learning_rate_changes_without_retracing():
+  batch = _batch()
+  trainer = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01))
+  for step in range(4):
+    trainer.one_step(batch, fastmath.random.get_prng(step), step,
+                     learning_rate=0.01 / (step + 1))
+  assert trainer.n_traces == 1
+
+
+def test_uninitialized_model_is_a_clear_error():
+  model = tl.Serial(tl.Dense(3), tl.Fn('Loss', jnp.mean))
+  with pytest.raises(ValueError, match='Trainer: model_with_loss is not '
+                     'initialized'):
+    trainer_lib.Trainer(model, optimizers.SGD(0.1))
+
+
+_REPLICAS = '''
+import json
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices('CPU')[0]
+tf.config.set_logical_device_configuration(
+    cpu, [tf.config.LogicalDeviceConfiguration()] * 4)
+from tfnp_trax import fastmath, optimizers, shapes
+from tfnp_trax.fastmath import numpy as jnp
+import tfnp_trax.layers as tl
+from tfnp_trax.supervised.trainer import Trainer
+
+def xent(lp, t):
+  return -jnp.mean(jnp.sum(lp * fastmath.one_hot(t, 3), axis=-1))
+
+def mlp():
+  return tl.Serial(tl.Dense(16), tl.Relu(), tl.Dense(3), tl.LogSoftmax(),
+                   tl.Fn('Xent', xent))
+
+def batchnorm_model():
+  return tl.Serial(tl.Dense(16), tl.BatchNorm(axis=(0,)), tl.Relu(),
+                   tl.Dense(3), tl.LogSoftmax(), tl.Fn('Xent', xent))
+
+r = np.random.default_rng(0)
+batch = (r.normal(size=(16, 5)).astype(np.float32),
+         r.integers(0, 3, size=16).astype(np.int32))
+devices = [d.name for d in tf.config.list_logical_devices('CPU')]
+out = {}
+for name, make, opt in [('mlp_adam', mlp, lambda: optimizers.Adam(0.01)),
+                        ('bn_adafactor', batchnorm_model,
+                         lambda: optimizers.Adafactor(0.05))]:
+  results = []
+  for strategy in [None, tf.distribute.MirroredStrategy(devices)]:
+    model = make()
+    model.init(shapes.signature(batch), rng=fastmath.random.get_prng(0))
+    trainer = Trainer(model, opt(), strategy=strategy)
+    losses = [float(trainer.one_step(batch, fastmath.random.get_prng(s), s)[0])
+              for s in range(4)]
+    results.append((fastmath.tree_flatten(trainer.model_weights),
+                    fastmath.tree_flatten(trainer.model_state), losses,
+                    trainer))
+  (w1, s1, l1, _), (w4, s4, l4, t4) = results
+  assert t4.strategy.num_replicas_in_sync == 4
+  for a, b in zip(w1 + s1, w4 + s4):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(l1, l4, rtol=1e-5)
+  out[name] = l4
+
+# The compiled step: collectives inside, only reduced scalars out.
+ops = set()
+for fn in t4._step_fn._list_all_concrete_functions():
+  graphs = [fn.graph] + [f.graph for f in fn.graph._functions.values()
+                         if hasattr(f, 'graph')]
+  for g in graphs:
+    ops.update(op.type for op in g.get_operations())
+  outputs = fastmath.tree_flatten(fn.structured_outputs)
+  out['output_shapes'] = [list(o.shape) for o in outputs]
+out['collective'] = sorted(o for o in ops if 'Collective' in o)
+print('RESULT' + json.dumps(out))
+'''
+
+
+def test_replicas_agree_with_one_device_and_reduce_on_device():
+  stdout = _subprocess.run_python(_REPLICAS, timeout=300)
+  import json  # pylint: disable=g-import-not-at-top
+  result = json.loads(stdout.split('RESULT')[-1])
+  assert 'CollectiveReduceV2' in result['collective']
+  # Only scalars (loss, gradients_l2, weights_l2) travel to the host.
+  assert all(shape == [] for shape in result['output_shapes'])
+  assert len(result['output_shapes']) == 3

@@ -1,0 +1,207 @@
+"""Loop, TrainTask and EvalTask: training, summaries, checkpoints, resume."""
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import _subprocess
+from tfnp_trax import fastmath
+from tfnp_trax import optimizers
+import tfnp_trax.layers as tl
+from tfnp_trax.supervised import checkpoints
+from tfnp_trax.supervised import training
+
+
+def _data(seed, batch=8):
+  r = np.random.default_rng(seed)
+  while True:
+    x = r.normal(size=(batch, 6)).astype(np.float32)
+    y = (x[:, :3].sum(-1) > 0).astype(np.int32)
+    yield x, y, np.ones(batch, np.float32)
+
+
+def _loop(output_dir, model=None, lr=0.01, **kwargs):
+  model = model or tl.Serial(tl.Dense(16), tl.Relu(), tl.Dense(2))
+  task = training.TrainTask(_data(0), tl.WeightedCategoryCrossEntropy(),
+                            optimizers.Adam(lr), n_steps_per_checkpoint=5)
+  evals = training.EvalTask(_data(1), [tl.WeightedCategoryCrossEntropy(),
+                                       tl.WeightedCategoryAccuracy()],
+                            ['xent', 'acc'], n_eval_batches=2)
+  return training.Loop(model, task, eval_tasks=[evals],
+                       output_dir=output_dir, **kwargs)
+
+
+def test_loop_learns_and_logs_history(tmp_path):
+  loop = _loop(str(tmp_path))
+  loop.run(40)
+  assert loop.step == 40
+  losses = [v for _, v in loop.history.get('train', 'loss')]
+  assert losses[-1] < losses[0]
+  steps = [s for s, _ in loop.history.get('eval', 'acc')]
+  assert steps == [1, 5, 10, 15, 20, 25, 30, 35, 40]
+  assert loop.history.last('eval', 'acc') > 0.8
+  for name in ('learning_rate', 'gradients_l2', 'weights_l2',
+               'steps_per_second'):
+    assert loop.history.get('train', name)
+
+
+def _read_scalars(directory):
+  values = {}
+  for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):
+    for record in tf.data.TFRecordDataset(path):
+      event = tf.compat.v1.Event.FromString(record.numpy())
+      for v in event.summary.value:
+        value = tf.make_ndarray(v.tensor) if v.HasField('tensor') else (
+            v.simple_value)
+        values.setdefault(v.tag, []).append((event.step, float(value)))
+  return values
+
+
+def test_tensorboard_event_files_hold_the_named_scalars(tmp_path):
+  loop = _loop(str(tmp_path))
+  loop.run(10)
+  train = _read_scalars(os.path.join(str(tmp_path), 'train'))
+  for tag in ('train/loss', 'train/learning_rate', 'train/gradients_l2',
+              'train/weights_l2', 'train/steps_per_second'):
+    assert tag in train, sorted(train)
+  np.testing.assert_allclose([v for _, v in train['train/loss']],
+                             [v for _, v in loop.history.get('train',
+                                                             'loss')],
+                             rtol=1e-6)
+  evals = _read_scalars(os.path.join(str(tmp_path), 'eval'))
+  assert [s for s, _ in evals['eval/acc']] == [1, 5, 10]
+
+
+def test_checkpoints_keep_last_k_and_permanent(tmp_path):
+  model = tl.Serial(tl.Dense(2))
+  task = training.TrainTask(_data(0), tl.WeightedCategoryCrossEntropy(),
+                            optimizers.SGD(0.1), n_steps_per_checkpoint=2,
+                            n_steps_per_permanent_checkpoint=5)
+  loop = training.Loop(model, task, output_dir=str(tmp_path),
+                       keep_checkpoints=2)
+  loop.run(12)
+  names = sorted(os.listdir(os.path.join(str(tmp_path), 'checkpoints')))
+  # Steps 2..12 checkpoint; 5 and 10 are permanent; the 2 newest others stay.
+  assert names == ['ckpt-10-permanent', 'ckpt-12', 'ckpt-5-permanent',
+                   'ckpt-8']
+
+
+def test_resume_continues_from_latest(tmp_path):
+  loop = _loop(str(tmp_path))
+  loop.run(10)
+  weights = [np.asarray(w) for w in fastmath.tree_flatten(loop.model.weights)]
+  resumed = _loop(str(tmp_path))
+  assert resumed.step == 10
+  for a, b in zip(weights, fastmath.tree_flatten(resumed.model.weights)):
+    np.testing.assert_array_equal(a, np.asarray(b))
+  assert resumed.history.get('train', 'loss') == loop.history.get('train',
+                                                                  'loss')
+
+
+def test_corrupt_latest_checkpoint_falls_back_with_warning(tmp_path):
+  loop = _loop(str(tmp_path))
+  loop.run(10)
+  latest = os.path.join(str(tmp_path), 'checkpoints', 'ckpt-10')
+  data_file = glob.glob(os.path.join(latest, 'state.data-*'))[0]
+  with open(data_file, 'r+b') as f:
+    f.truncate(os.path.getsize(data_file) // 2)
+  with pytest.warns(RuntimeWarning, match='ckpt-10 is unusable.*resuming '
+                    'from the previous checkpoint'):
+    resumed = _loop(str(tmp_path))
+  assert resumed.step == 5
+
+
+def test_mismatched_model_is_a_clear_error(tmp_path):
+  _loop(str(tmp_path)).run(5)
+  other = tl.Serial(tl.Dense(32), tl.Relu(), tl.Dense(2))
+  with pytest.raises(checkpoints.CheckpointMismatchError,
+                     match=r'Dense_32.*shape \(6, 16\) in the checkpoint.*'
+                     r'but \(6, 32\) in the model'):
+    _loop(str(tmp_path), model=other)
+
+
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
+  blow_up = tl.Fn('BlowUpAfter', lambda x: x * 1e30)
+  model = tl.Serial(tl.Dense(4), blow_up, tl.Dense(2))
+  loop = _loop(str(tmp_path), model=model, lr=1e10)
+  with pytest.raises(training.LossIsNotFiniteError,
+                     match=r'loss became (nan|inf) at step \d+.*last good '
+                     r'checkpoint is kept'):
+    loop.run(50)
+  ckpts = checkpoints.CheckpointManager(
+      os.path.join(str(tmp_path), 'checkpoints'), {}, {}).list()
+  assert all(step < loop.step + 1 for step, _, _ in ckpts)
+  resumed = _loop(str(tmp_path), model=tl.Serial(
+      tl.Dense(4), tl.Fn('BlowUpAfter', lambda x: x * 1e30), tl.Dense(2)))
+  for w in fastmath.tree_flatten(resumed.model.weights):
+    assert np.all(np.isfinite(np.asarray(w)))
+
+
+def test_dataset_input_is_prefetched_and_resumable(tmp_path):
+  x = np.random.default_rng(0).normal(size=(64, 6)).astype(np.float32)
+  y = (x[:, 0] > 0).astype(np.int32)
+  ds = tf.data.Dataset.from_tensor_slices((x, y, np.ones(64, np.float32)))
+  ds = ds.batch(8, drop_remainder=True).repeat()
+  task = training.TrainTask(ds, tl.WeightedCategoryCrossEntropy(),
+                            optimizers.Adam(0.01), n_steps_per_checkpoint=4)
+  loop = training.Loop(tl.Serial(tl.Dense(2)), task,
+                       output_dir=str(tmp_path))
+  loop.run(8)
+  resumed = training.Loop(tl.Serial(tl.Dense(2)), training.TrainTask(
+      ds, tl.WeightedCategoryCrossEntropy(), optimizers.Adam(0.01),
+      n_steps_per_checkpoint=4), output_dir=str(tmp_path))
+  assert resumed.step == 8
+  assert resumed._stream.position == 8  # pylint: disable=protected-access
+
+
+def _script(output_dir, n_steps, result, *extra):
+  return [sys.executable, '-m', 'tests.supervised._loop_script',
+          str(output_dir), str(n_steps), str(result), *extra]
+
+
+def test_sigkill_then_resume_is_bitwise_equal(tmp_path):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  cwd = _subprocess.REPO
+  full = tmp_path / 'full.npz'
+  subprocess.run(_script(tmp_path / 'a', 30, full), check=True, cwd=cwd,
+                 env=env, timeout=240, capture_output=True)
+  proc = subprocess.Popen(_script(tmp_path / 'b', 30, tmp_path / 'x.npz',
+                                  '--sleep', '0.1'),
+                          cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True)
+  deadline = time.time() + 200
+  for line in proc.stdout:  # Kill once a few checkpoints exist.
+    if line.startswith('Step     12') or time.time() > deadline:
+      break
+  proc.send_signal(signal.SIGKILL)
+  proc.wait(timeout=30)
+  assert not (tmp_path / 'x.npz').exists()
+  resumed = tmp_path / 'resumed.npz'
+  out = subprocess.run(_script(tmp_path / 'b', 30, resumed), check=True,
+                       cwd=cwd, env=env, timeout=240, capture_output=True,
+                       text=True)
+  assert 'Resumed from' in out.stdout
+  a, b = np.load(full), np.load(resumed)
+  for key in a.files:
+    if key != 'losses':
+      np.testing.assert_array_equal(a[key], b[key])
+  np.testing.assert_array_equal(a['losses'], b['losses'])
+
+
+def test_mirrored_loop_matches_single_device(tmp_path):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  # Without dropout: each replica draws its own dropout masks by design.
+  for name, extra in [('one', ['--dropout', '0']),
+                      ('four', ['--dropout', '0', '--replicas', '4'])]:
+    subprocess.run(_script(tmp_path / name, 10, tmp_path / f'{name}.npz',
+                           *extra), check=True, cwd=_subprocess.REPO,
+                   env=env, timeout=240, capture_output=True)
+  one, four = np.load(tmp_path / 'one.npz'), np.load(tmp_path / 'four.npz')
+  np.testing.assert_allclose(one['losses'], four['losses'], rtol=1e-5)

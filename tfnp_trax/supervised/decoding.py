@@ -1,0 +1,255 @@
+"""Autoregressive sampling from sequence models.
+
+A 'predict'-mode model (e.g. `TransformerLM(..., mode='predict')`) keeps a
+key/value cache in its state, so each step feeds only the newest token. With
+`eval_mode=True` any causal model is sampled by recomputing the whole prefix
+at every step instead (padded to a power of two to bound recompilation).
+"""
+
+import random as _py_random
+import weakref
+
+import numpy as np
+
+from tfnp_trax import fastmath
+from tfnp_trax import layers as tl
+from tfnp_trax.fastmath import numpy as jnp
+
+__all__ = ['autoregressive_sample_stream', 'autoregressive_sample']
+
+# One step function per (model, temperature, accelerate); kept while the
+# model lives, so repeated sampling does not retrace.
+_STEP_FNS = weakref.WeakKeyDictionary()
+
+
+def _structure(tree):
+  """`tree` with every leaf replaced by 0: a template for tree_unflatten."""
+  return fastmath.nested_map(lambda _: 0, tree)
+
+
+def _make_step(model, temperature, accelerate):
+  """`(x, rng, index, flat_weights, flat_state) -> (sample, flat_state)`.
+
+  Weights and state cross the compiled boundary as flat lists: the nested
+  trees (with an empty tuple per weightless layer) cost more to match
+  against the trace than the step itself costs to run on small models.
+  """
+  cache = _STEP_FNS.setdefault(model, {})
+  key = (float(temperature), bool(accelerate))
+  if key in cache:
+    return cache[key]
+  # A weak reference, so that the cache entry does not keep the model alive.
+  model_ref = weakref.ref(model)
+  templates = (_structure(model.weights), _structure(model.state))
+
+  def step(x, rng, index, flat_weights, flat_state):
+    weights = fastmath.tree_unflatten(list(flat_weights), templates[0])[0]
+    state = fastmath.tree_unflatten(list(flat_state), templates[1])[0]
+    keys = fastmath.random.split(rng, 2)
+    out, new_state = model_ref().pure_fn(x, weights, state, keys[0])
+    logits = out[0] if isinstance(out, (list, tuple)) else out
+    logits = jnp.take(logits, index, axis=1).astype(jnp.float32)
+    log_probs = logits - fastmath.logsumexp(logits, axis=-1, keepdims=True)
+    if temperature == 0.0:
+      sample = jnp.argmax(log_probs, axis=-1).astype(jnp.int32)
+    else:
+      sample = fastmath.random.categorical(keys[1],
+                                           log_probs * (1.0 / temperature))
+    return sample, fastmath.tree_flatten(new_state)
+
+  cache[key] = (fastmath.jit(step) if accelerate else step), templates
+  return cache[key]
+
+
+def _walk(layer):
+  yield layer
+  for sub in layer.sublayers:
+    yield from _walk(sub)
+
+
+def _length_limit(model, eval_mode):
+  """`(layer name, limit, position)` of the tightest sequence-length bound.
+
+  When decoding with the cache, only 'predict'-mode layers bound the length
+  and the position is how many positions their state already holds; in eval
+  mode every positional encoding bounds it, from position 0.
+  """
+  best = None
+  for layer in _walk(model):
+    if isinstance(layer, tl.PositionalEncoding):
+      if eval_mode:
+        found = (layer.name, layer.max_len, 0)
+      elif layer.mode == 'predict':
+        found = (layer.name, layer.max_len, _int_or_none(layer.state))
+      else:
+        continue
+    elif (isinstance(layer, tl.DotProductCausalAttention) and not eval_mode
+          and layer.mode == 'predict'):
+      state = layer.state
+      found = (layer.name, layer.max_inference_length,
+               _int_or_none(state[2]) if isinstance(state, tuple) else None)
+    else:
+      continue
+    if found[2] is None:
+      continue
+    if best is None or found[1] - found[2] < best[1] - best[2]:
+      best = found
+  return best
+
+
+def _int_or_none(x):
+  try:
+    return int(x)
+  except (TypeError, ValueError):
+    return None
+
+
+def _check_length(bound, needed):
+  if bound is not None and needed > bound[1]:
+    name, limit, position = bound
+    raise ValueError(
+        f'autoregressive_sample: the sequence would reach length {needed} '
+        f'but layer {name} supports at most {limit} positions (it already '
+        f'holds {position}). Lower max_length, or create the model with a '
+        f'larger max_len.')
+
+
+def _padded_length(length, eval_min_length, bound):
+  """Next power of two >= max(length, eval_min_length), within the bound."""
+  padded = 1
+  while padded < max(length, eval_min_length):
+    padded *= 2
+  if bound is not None:
+    padded = min(padded, bound[1])
+  return max(padded, length)
+
+
+def autoregressive_sample_stream(model, inputs=None, batch_size=1,
+                                 temperature=1.0, start_id=0,
+                                 accelerate=True, eval_mode=False,
+                                 eval_min_length=1, rng=None):
+  """Yields the next token of each sequence in the batch, forever.
+
+  Args:
+    model: a layer in 'predict' mode, initialized (e.g. with
+      `model.init(shapes.ShapeDtype((batch_size, 1), jnp.int32))`) and given
+      trained weights; or, with `eval_mode`, any causal model whose logits at
+      position t depend on tokens before t (as TransformerLM's do). A
+      two-input model (e.g. `Transformer`) gets `(inputs, tokens)`.
+    inputs: int array (batch_size, length): a prompt the generated tokens
+      continue (one-input models), or the source sequence (two-input ones).
+    batch_size: number of sequences sampled in parallel.
+    temperature: softmax temperature; 0.0 takes the argmax (greedy).
+    start_id: the id fed first, or an int array of shape (batch_size, 1).
+    accelerate: compile each step with `fastmath.jit` (traced once per input
+      shape, so a token-by-token stream compiles at most twice).
+    eval_mode: recompute the whole prefix each step with a non-'predict'
+      model (slow; for models without a cache).
+    eval_min_length: in eval mode, the shortest padded length.
+    rng: int32 [2] key for sampling; a fresh random key if None.
+
+  Yields:
+    int32 NumPy arrays of shape (batch_size,).
+
+  Raises:
+    ValueError: on a batch-size mismatch, or when decoding would exceed the
+      model's max_len / max_inference_length.
+  """
+  if inputs is not None:
+    inputs = np.asarray(inputs)
+    if inputs.ndim != 2 or inputs.shape[0] != batch_size:
+      raise ValueError(
+          f'autoregressive_sample: inputs must have shape (batch_size='
+          f'{batch_size}, length), got shape {inputs.shape}. Pass '
+          f'batch_size=inputs.shape[0].')
+    inputs = inputs.astype(np.int32)
+  if temperature < 0:
+    raise ValueError(f'autoregressive_sample: temperature must be >= 0, got '
+                     f'{temperature}.')
+  if np.isscalar(start_id):
+    symbols = np.full((batch_size, 1), start_id, dtype=np.int32)
+  else:
+    symbols = np.asarray(start_id, dtype=np.int32).reshape((batch_size, 1))
+  two_inputs = model.n_in > 1 and inputs is not None
+  if not two_inputs and inputs is not None:
+    symbols = np.concatenate([symbols, inputs], axis=1)
+  if eval_mode:
+    symbols = symbols[:, 1:]  # The model's ShiftRight supplies the start.
+
+  step, templates = _make_step(model, temperature, accelerate)
+  flat_weights = fastmath.tree_flatten(model.weights)
+  flat_state = fastmath.tree_flatten(model.state)
+  rng = (fastmath.random.get_prng(_py_random.randint(0, 2**31 - 1))
+         if rng is None else rng)
+  bound = _length_limit(model, eval_mode)
+  fed = 0
+  while True:
+    if eval_mode:
+      length = symbols.shape[1]
+      _check_length(bound, length + 1)
+      padded = _padded_length(length + 1, eval_min_length, bound)
+      x = np.pad(symbols, [(0, 0), (0, padded - length)])
+      index = length
+    else:
+      _check_length(bound, (bound[2] if bound else 0) + fed +
+                    symbols.shape[1])
+      x, index = symbols, symbols.shape[1] - 1
+      fed += symbols.shape[1]
+    keys = fastmath.random.split(rng, 2)
+    rng, step_rng = keys[0], keys[1]
+    x = (jnp.asarray(inputs), jnp.asarray(x)) if two_inputs else (
+        jnp.asarray(x))
+    sample, new_state = step(x, step_rng, jnp.asarray(index, jnp.int32),
+                             flat_weights, flat_state)
+    sample = np.asarray(sample).astype(np.int32)
+    if not eval_mode:
+      # The cache now holds the prefix: feed only the new token next.
+      flat_state = list(new_state)
+      model.state = fastmath.tree_unflatten(flat_state, templates[1])[0]
+      symbols = sample[:, None]
+    else:
+      symbols = np.concatenate([symbols, sample[:, None]], axis=1)
+    yield sample
+
+
+def autoregressive_sample(model, inputs=None, batch_size=1, temperature=1.0,
+                          start_id=0, eos_id=1, max_length=100,
+                          accelerate=True, eval_mode=False, eval_min_length=1,
+                          rng=None):
+  """Samples sequences until every one has produced `eos_id` or max_length.
+
+  Example:
+    >>> model = models.TransformerLM(16, d_model=8, d_ff=16, n_layers=1,
+    ...                              n_heads=2, max_len=8, mode='predict')
+    >>> _ = model.init(shapes.ShapeDtype((1, 1), jnp.int32))
+    >>> autoregressive_sample(model, temperature=0.0, max_length=4).shape
+    (1, 4)
+
+  Args:
+    model: see `autoregressive_sample_stream`.
+    inputs: see `autoregressive_sample_stream`.
+    batch_size: number of sequences sampled in parallel.
+    temperature: softmax temperature; 0.0 is greedy.
+    start_id: the id fed first, or an int array of shape (batch_size, 1).
+    eos_id: the end-of-sequence id; sampling stops once every sequence in
+      the batch has produced it (tokens after it are still returned).
+    max_length: the most tokens generated.
+    accelerate: compile each step with `fastmath.jit`.
+    eval_mode: recompute the whole prefix each step (see the stream).
+    eval_min_length: in eval mode, the shortest padded length.
+    rng: int32 [2] key for sampling; a fresh random key if None.
+
+  Returns:
+    int32 NumPy array (batch_size, n) with n <= max_length.
+  """
+  result = []
+  eos_seen = np.zeros((batch_size,), dtype=bool)
+  for sample in autoregressive_sample_stream(
+      model, inputs, batch_size=batch_size, temperature=temperature,
+      start_id=start_id, accelerate=accelerate, eval_mode=eval_mode,
+      eval_min_length=eval_min_length, rng=rng):
+    result.append(sample[:, None])
+    eos_seen |= sample == eos_id
+    if len(result) >= max_length or eos_seen.all():
+      break
+  return np.concatenate(result, axis=1)
