@@ -4,7 +4,12 @@ Layers import `from tfnp_trax.fastmath import numpy as jnp` and use the
 transforms, ops, random keys and tree utilities re-exported here.
 """
 
+from distribute.collectives import all_gather
+from distribute.collectives import pmax
+from distribute.collectives import pmean
+from distribute.collectives import psum
 from tfnp_trax.fastmath._numpy import numpy
+from tfnp_trax.fastmath import linalg
 from tfnp_trax.fastmath import random
 from tfnp_trax.fastmath.abstract import abstract_eval
 from tfnp_trax.fastmath.backend import Backend
@@ -52,7 +57,7 @@ from tfnp_trax.fastmath.trees import tree_leaves
 from tfnp_trax.fastmath.trees import tree_unflatten
 
 __all__ = [
-    'numpy', 'random', 'abstract_eval', 'Backend', 'backend_name',
+    'numpy', 'linalg', 'random', 'abstract_eval', 'Backend', 'backend_name',
     'set_backend', 'use_backend', 'cond', 'fori_loop', 'scan', 'vmap',
     'device_count', 'local_device_count', 'avg_pool', 'conv', 'max_pool',
     'sum_pool', 'dynamic_slice', 'dynamic_slice_in_dim',
@@ -61,5 +66,5 @@ __all__ = [
     'logsumexp', 'one_hot', 'qr', 'cast_like', 'sort_key_val', 'top_k', 'custom_grad',
     'custom_vjp', 'grad', 'jit', 'stop_gradient', 'value_and_grad', 'vjp',
     'nested_map', 'nested_map_multiarg', 'tree_flatten', 'tree_leaves',
-    'tree_unflatten',
+    'tree_unflatten', 'psum', 'pmean', 'pmax', 'all_gather',
 ]

@@ -1,0 +1,60 @@
+"""Shared timing helpers for the side-by-side benchmarks."""
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def peak_rss_mib():
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def time_steps(step, n_warmup=5, n_timed=50):
+  """Runs warm-up steps, then times each of `n_timed` steps; median s/step.
+
+  `step()` must block until its result is ready (e.g. call float(loss)).
+  """
+  for _ in range(n_warmup):
+    step()
+  times = []
+  for _ in range(n_timed):
+    t = time.perf_counter()
+    step()
+    times.append(time.perf_counter() - t)
+  return statistics.median(times)
+
+
+def matmul_peak_gflops(n=1024, reps=20):
+  """fp32 matmul throughput of this machine through TensorFlow."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  a = tf.random.normal((n, n))
+  f = tf.function(lambda x: tf.matmul(x, x))
+  f(a).numpy()
+  t = time.perf_counter()
+  for _ in range(reps):
+    r = f(a)
+  r.numpy()
+  return 2 * n**3 * reps / (time.perf_counter() - t) / 1e9
+
+
+def run_config(script, args, timeout=900):
+  """Runs one benchmark configuration in its own process; returns its JSON."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
+             PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+  out = subprocess.run([sys.executable, script] + args, capture_output=True,
+                       text=True, timeout=timeout, env=env, check=False)
+  if out.returncode != 0:
+    raise RuntimeError(f'{script} {args} failed:\n{out.stderr[-3000:]}')
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def median(values):
+  return float(np.median(values))

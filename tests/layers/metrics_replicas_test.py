@@ -1,0 +1,183 @@
+"""Metrics on 4 replicas equal the metric on the whole batch.
+
+Runs in a subprocess with 4 logical CPUs under tf.distribute.MirroredStrategy:
+each replica gets a quarter of the batch and computes every metric; all four
+replicas must return the single-device value of the full batch, also when
+the nonzero weights sit almost entirely on one replica. Gradients of a shared
+parameter, averaged over replicas (as the trainer does), must equal the
+single-device gradient.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests import _subprocess
+
+_CODE = r'''
+import json
+import tensorflow as tf
+cpu = tf.config.list_physical_devices('CPU')[0]
+tf.config.set_logical_device_configuration(
+    cpu, [tf.config.LogicalDeviceConfiguration()] * 4)
+
+import numpy as np
+from tfnp_trax import layers as tl
+
+devices = [d.name for d in tf.config.list_logical_devices('CPU')]
+strategy = tf.distribute.MirroredStrategy(devices)
+n_rep, per = 4, 2
+
+rng = np.random.default_rng(0)
+out = rng.normal(size=(8, 3, 4)).astype(np.float32)
+targets = rng.integers(0, 4, size=(8, 3)).astype(np.int32)
+y = out[..., 0]
+arrays = {
+    'out': out, 'targets': targets, 'y': y, 'y_target': 2 * out[..., 1],
+    'log_probs': (out - np.log(np.exp(out).sum(-1, keepdims=True))),
+    'bits': (targets % 2).astype(np.float32),
+    'probs': (1 / (1 + np.exp(-y))).astype(np.float32),
+}
+uneven = rng.uniform(0.5, 2.0, size=(8, 3)).astype(np.float32)
+uneven[rng.random((8, 3)) < 0.3] = 0.0
+one_replica = np.zeros((8, 3), np.float32)
+one_replica[:2] = uneven[:2] + 1.0  # Replica 0 holds almost all the weight.
+one_replica[5, 1] = 0.5             # ... and replica 2 one position.
+scenarios = {'uneven': uneven, 'one_replica': one_replica,
+             'all_zero': np.zeros((8, 3), np.float32)}
+
+metrics = {
+    'CategoryAccuracy': (tl.CategoryAccuracy(), ('out', 'targets')),
+    'WeightedCategoryAccuracy': (tl.WeightedCategoryAccuracy(),
+                                 ('out', 'targets', 'w')),
+    'MaskedSequenceAccuracy': (tl.MaskedSequenceAccuracy(),
+                               ('out', 'targets', 'w')),
+    'SequenceAccuracy': (tl.SequenceAccuracy(), ('out', 'targets', 'w')),
+    'Accuracy': (tl.Accuracy(), ('out', 'targets', 'w')),
+    'CategoryCrossEntropy': (tl.CategoryCrossEntropy(0.1),
+                             ('out', 'targets')),
+    'WeightedCategoryCrossEntropy': (
+        tl.WeightedCategoryCrossEntropy(label_smoothing=0.1, cutoff=0.5),
+        ('out', 'targets', 'w')),
+    'CrossEntropyLoss': (tl.CrossEntropyLoss(),
+                         ('log_probs', 'targets', 'w')),
+    'CrossEntropyLossWithLogSoftmax': (tl.CrossEntropyLossWithLogSoftmax(),
+                                       ('out', 'targets', 'w')),
+    'CrossEntropySum': (tl.CrossEntropySum(), ('log_probs', 'targets', 'w')),
+    'WeightedSum': (tl.WeightedSum(), ('y', 'w')),
+    'BinaryCrossEntropy': (tl.BinaryCrossEntropy(), ('y', 'bits')),
+    'BinaryCrossEntropyLoss': (tl.BinaryCrossEntropyLoss(),
+                               ('probs', 'bits', 'w')),
+    'L2Loss': (tl.L2Loss(), ('y', 'y_target', 'w')),
+    'SmoothL1Loss': (tl.SmoothL1Loss(), ('y', 'y_target', 'w')),
+    'MacroAveragedFScore': (tl.MacroAveragedFScore(), ('out', 'targets')),
+    'WeightedFScore': (tl.WeightedFScore(initial_category_index=1),
+                       ('out', 'targets')),
+}
+names = sorted(arrays) + ['w']
+grad_metrics = ('WeightedCategoryCrossEntropy', 'L2Loss')
+
+
+def evaluate(inputs, scale):
+  """All metric values, and d(metric)/d(scale) for a shared `scale`."""
+  values, grads = {}, {}
+  for name, (layer, keys) in metrics.items():
+    args = tuple(inputs[k] for k in keys)
+    if name in grad_metrics:
+      with tf.GradientTape() as tape:
+        tape.watch(scale)
+        value = layer((scale * args[0],) + args[1:])
+      grads[name] = tape.gradient(value, scale)
+    else:
+      value = layer(args)
+    values[name] = value
+  return values, grads
+
+
+def shard(x):
+  def piece(ctx):
+    i = ctx.replica_id_in_sync_group
+    return tf.constant(x[i * per:(i + 1) * per])
+  return strategy.experimental_distribute_values_from_function(piece)
+
+
+@tf.function(autograph=False)
+def replicated(*shards):
+  def replica_fn(*local):
+    values, grads = evaluate(dict(zip(names, local)), tf.constant(1.5))
+    ctx = tf.distribute.get_replica_context()
+    # Gradients of replicated parameters are averaged, as in the trainer.
+    grads = {k: ctx.all_reduce(tf.distribute.ReduceOp.MEAN, g)
+             for k, g in grads.items()}
+    return values, grads
+  return strategy.run(replica_fn, args=shards)
+
+
+report = {'n_replicas': strategy.num_replicas_in_sync}
+for scenario, weights in scenarios.items():
+  full = dict(arrays, w=weights)
+  values, grads = evaluate({k: tf.constant(v) for k, v in full.items()},
+                           tf.constant(1.5))
+  per_replica, per_grads = replicated(*[shard(full[k]) for k in names])
+  local = lambda d: {k: [float(v) for v in
+                         strategy.experimental_local_results(t)]
+                     for k, t in d.items()}
+  report[scenario] = {
+      'single': {k: float(v) for k, v in values.items()},
+      'replicas': local(per_replica),
+      'grad_single': {k: float(v) for k, v in grads.items()},
+      'grad_replicas': local(per_grads),
+  }
+print('REPORT' + json.dumps(report))
+'''
+
+
+@pytest.fixture(scope='module')
+def report():
+  stdout = _subprocess.run_python(_CODE, timeout=240)
+  line = [l for l in stdout.splitlines() if l.startswith('REPORT')][-1]
+  return json.loads(line[len('REPORT'):])
+
+
+_METRICS = ['CategoryAccuracy', 'WeightedCategoryAccuracy',
+            'MaskedSequenceAccuracy', 'SequenceAccuracy', 'Accuracy',
+            'CategoryCrossEntropy', 'WeightedCategoryCrossEntropy',
+            'CrossEntropyLoss', 'CrossEntropyLossWithLogSoftmax',
+            'CrossEntropySum', 'WeightedSum', 'BinaryCrossEntropy',
+            'BinaryCrossEntropyLoss', 'L2Loss', 'SmoothL1Loss',
+            'MacroAveragedFScore', 'WeightedFScore']
+_SCENARIOS = ['uneven', 'one_replica', 'all_zero']
+
+
+def test_four_replicas(report):
+  assert report['n_replicas'] == 4
+
+
+@pytest.mark.parametrize('scenario', _SCENARIOS)
+@pytest.mark.parametrize('metric', _METRICS)
+def test_every_replica_sees_the_full_batch_value(report, scenario, metric):
+  single = report[scenario]['single'][metric]
+  replicas = report[scenario]['replicas'][metric]
+  assert np.isfinite(single)
+  assert len(replicas) == 4
+  np.testing.assert_allclose(replicas, [single] * 4, rtol=1e-5, atol=1e-6)
+
+
+def test_all_zero_weights_give_documented_values(report):
+  single = report['all_zero']['single']
+  for name in ('WeightedCategoryAccuracy', 'Accuracy',
+               'WeightedCategoryCrossEntropy', 'CrossEntropyLoss',
+               'CrossEntropySum', 'WeightedSum', 'L2Loss'):
+    assert single[name] == 0.0, name
+  assert single['SequenceAccuracy'] == 1.0
+
+
+@pytest.mark.parametrize('scenario', ['uneven', 'one_replica'])
+@pytest.mark.parametrize('metric', ['WeightedCategoryCrossEntropy', 'L2Loss'])
+def test_averaged_replica_gradients_equal_full_batch_gradient(
+    report, scenario, metric):
+  single = report[scenario]['grad_single'][metric]
+  replicas = report[scenario]['grad_replicas'][metric]
+  assert single != 0.0
+  np.testing.assert_allclose(replicas, [single] * 4, rtol=1e-5, atol=1e-6)

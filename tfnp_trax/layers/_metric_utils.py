@@ -1,0 +1,122 @@
+"""Shared pieces of the metric layers: strict shape checks and exact means.
+
+Every metric that averages reduces to `numerator / denominator` where both are
+sums over the batch. On several replicas each replica holds a shard of the
+batch, so both sums are added up across replicas (`fastmath.psum`, one
+collective for the pair) before dividing: the value every replica sees is the
+value of the whole batch, however unevenly the weights are spread. Outside a
+multi-replica context `psum` is the identity.
+
+A zero denominator (all weights zero, or an empty batch) gives 0.0, never NaN.
+
+Gradients: inside a replica, the gradient of such a metric with respect to
+that replica's inputs is `n_replicas` times its share of the full-batch
+gradient (the all-reduce passes the cotangent of every replica back to each).
+Averaging gradients over replicas (`pmean`, as the trainer does) therefore
+gives exactly the full-batch gradient.
+"""
+
+from tfnp_trax import fastmath
+from tfnp_trax.fastmath import numpy as jnp
+
+__all__ = ['as_array', 'result_dtype', 'check_targets_fit_output',
+           'check_same_shape', 'safe_divide', 'global_ratio',
+           'global_weighted_mean', 'global_mean']
+
+_TARGETS_MSG = (
+    '{metric}: targets shape {targets} does not fit model_output shape '
+    '{output}: expected targets of shape {expected} (one integer category per '
+    'output vector, i.e. model_output.shape[:-1]). If the targets are one-hot, '
+    'pass jnp.argmax(targets, axis=-1) instead.')
+
+_SAME_SHAPE_MSG = (
+    '{metric}: {name} shape {got} does not match {ref_name} shape {ref}; '
+    '{name} must have exactly the shape of {ref_name} (no implicit '
+    'broadcasting). {fix}')
+
+
+def as_array(x):
+  """Converts an input (NumPy array, list or tensor) to a jnp array."""
+  return jnp.asarray(x)
+
+
+def result_dtype(x):
+  """The dtype metrics compute in: float64 for float64 inputs, else float32.
+
+  Low-precision inputs (bfloat16, float16) are promoted so that sums over a
+  batch and counts stay exact enough.
+  """
+  return jnp.float64 if x.dtype == jnp.float64 else jnp.float32
+
+
+def _dims(x):
+  shape = x.shape
+  if getattr(shape, 'rank', 0) is None:
+    return None  # Unknown rank while tracing: nothing to check statically.
+  return tuple(shape)
+
+
+def _compatible(a, b):
+  if a is None or b is None:
+    return True
+  return len(a) == len(b) and all(
+      x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def check_targets_fit_output(metric, model_output, targets):
+  """Raises ValueError unless targets.shape == model_output.shape[:-1]."""
+  out, tgt = _dims(model_output), _dims(targets)
+  if out is None or tgt is None:
+    return
+  if not out or not _compatible(out[:-1], tgt):
+    raise ValueError(_TARGETS_MSG.format(
+        metric=metric, targets=tgt, output=out, expected=out[:-1]))
+
+
+def _broadcast_hint(name, got, ref):
+  if got is not None and ref is not None and len(got) < len(ref) and (
+      _compatible(tuple(ref[:len(got)]), got)):
+    index = ', '.join([':'] * len(got) + ['None'] * (len(ref) - len(got)))
+    return (f'To weight whole rows, broadcast explicitly: '
+            f'jnp.broadcast_to({name}[{index}], {ref}).')
+  return f'Reshape or broadcast {name} to {ref} before calling the metric.'
+
+
+def check_same_shape(metric, name, x, ref_name, ref):
+  """Raises ValueError unless `x` has exactly the shape of `ref`."""
+  got, want = _dims(x), _dims(ref)
+  if not _compatible(got, want):
+    raise ValueError(_SAME_SHAPE_MSG.format(
+        metric=metric, name=name, got=got, ref_name=ref_name, ref=want,
+        fix=_broadcast_hint(name, got, want)))
+
+
+def safe_divide(numerator, denominator):
+  """numerator / denominator, and 0 where the denominator is 0.
+
+  The inner `where` keeps the untaken branch finite so gradients stay finite.
+  """
+  is_zero = jnp.equal(denominator, 0)
+  safe_den = jnp.where(is_zero, jnp.ones_like(denominator), denominator)
+  return jnp.where(is_zero, jnp.zeros_like(numerator), numerator / safe_den)
+
+
+def global_ratio(numerator, denominator):
+  """sum-over-replicas(numerator) / sum-over-replicas(denominator), safely."""
+  numerator, denominator = fastmath.psum((numerator, denominator))
+  return safe_divide(numerator, denominator)
+
+
+def global_weighted_mean(values, weights):
+  """sum(values * weights) / sum(weights) over the whole (replicated) batch."""
+  dtype = result_dtype(values)
+  values = values.astype(dtype)
+  weights = weights.astype(dtype)
+  return global_ratio(jnp.sum(values * weights), jnp.sum(weights))
+
+
+def global_mean(values):
+  """Mean of all entries of `values` over the whole (replicated) batch."""
+  dtype = result_dtype(values)
+  count = jnp.asarray(jnp.size(values), dtype)
+  return global_ratio(jnp.sum(values.astype(dtype)), count)
