@@ -102,12 +102,15 @@ r = np.random.default_rng(0)
 batch = (r.normal(size=(16, 5)).astype(np.float32),
          r.integers(0, 3, size=16).astype(np.int32))
 devices = [d.name for d in tf.config.list_logical_devices('CPU')]
+# One strategy per process: separate MirroredStrategy objects over the same
+# devices would reuse collective instance keys.
+mirrored = tf.distribute.MirroredStrategy(devices)
 out = {}
 for name, make, opt in [('mlp_adam', mlp, lambda: optimizers.Adam(0.01)),
                         ('bn_adafactor', batchnorm_model,
                          lambda: optimizers.Adafactor(0.05))]:
   results = []
-  for strategy in [None, tf.distribute.MirroredStrategy(devices)]:
+  for strategy in [None, mirrored]:
     model = make()
     model.init(shapes.signature(batch), rng=fastmath.random.get_prng(0))
     trainer = Trainer(model, opt(), strategy=strategy)

@@ -43,7 +43,8 @@ class Trainer:
       model_with_loss: an initialized layer mapping a batch to a scalar loss.
       optimizer: a tfnp_trax optimizer.
       strategy: a tf.distribute strategy (default: the current one).
-      jit_compile: compile the replica step with XLA (None lets TF decide).
+      jit_compile: compile the step with XLA. With one replica the whole
+        computation is compiled; with several, the optimizer update.
     """
     if not model_with_loss.initialized:
       raise ValueError(
@@ -61,9 +62,16 @@ class Trainer:
     self._slots = _variables.VariableTree(slots, self._strategy, 'slot')
     self._state = _variables.VariableTree(state, self._strategy, 'state')
     self._step_fn = tf.function(self._distributed_step, autograph=False)
-    self._replica_fn = tf.function(self._replica_step, autograph=False,
-                                   jit_compile=jit_compile) if jit_compile \
-        else self._replica_step
+    # XLA cannot compile the collectives of a multi-replica step on CPU, so
+    # there it compiles only the (collective-free) optimizer update.
+    whole = self._strategy.num_replicas_in_sync == 1
+    self._jit_compute = jit_compile and whole
+    self._compute_fn = (tf.function(self._compute, autograph=False,
+                                    jit_compile=True)
+                        if self._jit_compute else self._compute)
+    self._update_fn = (tf.function(self._update, autograph=False,
+                                   jit_compile=True)
+                       if jit_compile and not whole else self._update)
     self.n_traces = 0
 
   @property
@@ -101,12 +109,8 @@ class Trainer:
             'slots': self._slots.variables,
             'state': self._state.variables}
 
-  def _replica_step(self, batch, rng, step, opt_params):
-    ctx = tf.distribute.get_replica_context()
-    rng = fastmath.random.fold_in(rng, ctx.replica_id_in_sync_group)
-    weights = self._weights.read()
-    state = self._state.read()
-
+  def _compute(self, batch, rng, step, opt_params, weights, slots, state):
+    """The pure step: loss, gradients, all-reduce and optimizer update."""
     def loss_fn(w):
       loss, new_state = self._model.pure_fn(batch, w, state, rng)
       return loss, new_state
@@ -116,10 +120,20 @@ class Trainer:
     # inside the replica, never gathered on the host.
     grads = collectives.pmean(grads)
     loss = collectives.pmean(loss)
-    new_weights, new_slots, stats = self._optimizer.tree_update(
-        step, grads, weights, self._slots.read(), opt_params,
-        store_slots=False)
-    new_state = _mean_state(new_state)
+    new_weights, new_slots, stats = self._update_fn(step, grads, weights,
+                                                    slots, opt_params)
+    return loss, stats, new_weights, new_slots, _mean_state(new_state)
+
+  def _update(self, step, grads, weights, slots, opt_params):
+    return self._optimizer.tree_update(step, grads, weights, slots,
+                                       opt_params, store_slots=False)
+
+  def _replica_step(self, batch, rng, step, opt_params):
+    ctx = tf.distribute.get_replica_context()
+    rng = fastmath.random.fold_in(rng, ctx.replica_id_in_sync_group)
+    loss, stats, new_weights, new_slots, new_state = self._compute_fn(
+        batch, rng, step, opt_params, self._weights.read(),
+        self._slots.read(), self._state.read())
     _variables.assign_local(
         self._weights.variables + self._slots.variables +
         self._state.variables,
@@ -129,7 +143,7 @@ class Trainer:
 
   def _distributed_step(self, batch, rng, step, opt_params):
     self.n_traces += 1
-    loss, stats = self._strategy.run(self._replica_fn,
+    loss, stats = self._strategy.run(self._replica_step,
                                      args=(batch, rng, step, opt_params))
     mean = tf.distribute.ReduceOp.MEAN
     loss = self._strategy.reduce(mean, loss, axis=None)
