@@ -41,18 +41,22 @@ def scan(f, init, xs, length=None, reverse=False):
   Returns:
     `(final_carry, ys)` with ys stacked along a new leading axis.
   """
-  flat_xs = [tf.convert_to_tensor(x) for x in trees.tree_flatten(xs)]
+  # None leaves (e.g. xs=None with `length`) stay None at every step.
+  flat_xs = [tf.convert_to_tensor(x) for x in trees.tree_leaves(xs)]
   if length is None:
     if not flat_xs:
       raise ValueError('scan: give `length` when xs is empty.')
-    length = tf.shape(flat_xs[0])[0]
+    # A static length keeps TensorArray sizes known to XLA.
+    length = flat_xs[0].shape[0]
+    if length is None:
+      length = tf.shape(flat_xs[0])[0]
   init = trees.nested_map(tf.convert_to_tensor, init)
   flat_init = trees.tree_flatten(init)
 
   # Trace f once to learn the structure of its per-step output.
   def x_at(i):
-    return trees.tree_unflatten([x[i] for x in flat_xs], xs)[0] if flat_xs \
-        else None
+    return trees.tree_unflatten([x[i] for x in flat_xs], xs,
+                                copy_from_tree=[None])[0]
 
   probe_carry, probe_y = f(init, x_at(0))
   flat_y_probe = [tf.convert_to_tensor(y) for y in trees.tree_flatten(probe_y)]
@@ -70,11 +74,13 @@ def scan(f, init, xs, length=None, reverse=False):
            for ta, v in zip(tas, trees.tree_flatten(y))]
     return i + 1, new_flat, tas
 
+  # maximum_iterations bounds the gradient's accumulators, which XLA needs.
   _, carry_flat, tas = tf.while_loop(
       lambda i, *_: i < length, body, (tf.constant(0), flat_init, tas),
       shape_invariants=(tf.TensorShape([]),
                         [tf.TensorShape(c.shape) for c in flat_init],
-                        [tf.TensorShape(None) for _ in tas]))
+                        [tf.TensorShape(None) for _ in tas]),
+      maximum_iterations=length)
   ys = [ta.stack() for ta in tas]
   carry = trees.tree_unflatten(carry_flat, init)[0]
   return carry, trees.tree_unflatten(ys, probe_y)[0]
@@ -95,19 +101,36 @@ def fori_loop(lower, upper, body_fun, init_val):
   return trees.tree_unflatten(flat, init_val)[0]
 
 
-def cond(pred, true_operand, true_fun=None, false_operand=None,
-         false_fun=None):
-  """`lax.cond`: `cond(pred, true_fun, false_fun, operand)` or the 5-arg form.
+_NO_ARG = object()
 
-  The three-argument-plus-operand form `cond(pred, true_fun, false_fun, x)`
-  is also accepted.
+
+def cond(pred, true_operand, true_fun=_NO_ARG, false_operand=_NO_ARG,
+         false_fun=_NO_ARG, *more_operands):
+  """Runs one of two functions, chosen by a scalar boolean `pred`.
+
+  Two calling forms are accepted:
+    * JAX's current form `cond(pred, true_fun, false_fun, *operands)`, with
+      zero or more operands passed to the chosen function;
+    * the older five-argument form
+      `cond(pred, true_operand, true_fun, false_operand, false_fun)`.
+
+  Returns:
+    The output of the chosen function; both must return the same structure.
   """
+  pred = tf.convert_to_tensor(pred)
   if callable(true_operand):
-    # Modern form: cond(pred, true_fun, false_fun, *operands).
     t_fun, f_fun = true_operand, true_fun
-    operands = (false_operand,) if false_fun is None else (false_operand,
-                                                          false_fun)
-    return tf.cond(tf.convert_to_tensor(pred), lambda: t_fun(*operands),
-                   lambda: f_fun(*operands))
-  return tf.cond(tf.convert_to_tensor(pred), lambda: true_fun(true_operand),
+    if not callable(f_fun):
+      raise TypeError('cond: with a function as the second argument, the '
+                      'third must be the false function: '
+                      'cond(pred, true_fun, false_fun, *operands).')
+    operands = tuple(a for a in (false_operand, false_fun)
+                     if a is not _NO_ARG) + more_operands
+    return tf.cond(pred, lambda: t_fun(*operands), lambda: f_fun(*operands))
+  if (any(a is _NO_ARG for a in (true_fun, false_operand, false_fun)) or
+      more_operands):
+    raise TypeError('cond: expected cond(pred, true_fun, false_fun, '
+                    '*operands) or cond(pred, true_operand, true_fun, '
+                    'false_operand, false_fun).')
+  return tf.cond(pred, lambda: true_fun(true_operand),
                  lambda: false_fun(false_operand))

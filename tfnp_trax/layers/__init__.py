@@ -17,6 +17,19 @@ from tfnp_trax.layers.activation_fns import Softplus
 from tfnp_trax.layers.activation_fns import Swish
 from tfnp_trax.layers.activation_fns import Tanh
 from tfnp_trax.layers.activation_fns import ThresholdedLinearUnit
+from tfnp_trax.layers.attention import Attention
+from tfnp_trax.layers.attention import AttentionQKV
+from tfnp_trax.layers.attention import DotProductAttention
+from tfnp_trax.layers.attention import MergeHeads
+from tfnp_trax.layers.attention import PureAttention
+from tfnp_trax.layers.attention import SplitIntoHeads
+from tfnp_trax.layers.attention_masks import EncoderDecoderMask
+from tfnp_trax.layers.attention_masks import PaddingMask
+from tfnp_trax.layers.causal_attention import CausalAttention
+from tfnp_trax.layers.causal_attention import ConfigurableAttention
+from tfnp_trax.layers.causal_attention import DotProductCausalAttention
+from tfnp_trax.layers.positional import PositionalEncoding
+from tfnp_trax.layers.positional import ShiftRight
 from tfnp_trax.layers.base import EMPTY_STATE
 from tfnp_trax.layers.base import EMPTY_WEIGHTS
 from tfnp_trax.layers.base import Fn
@@ -38,6 +51,10 @@ from tfnp_trax.layers.combinators import Serial
 from tfnp_trax.layers.combinators import Split
 from tfnp_trax.layers.combinators import SubtractTop
 from tfnp_trax.layers.combinators import Swap
+from tfnp_trax.layers.convolution import CausalConv
+from tfnp_trax.layers.convolution import CausalDepthwiseConv
+from tfnp_trax.layers.convolution import Conv
+from tfnp_trax.layers.convolution import Conv1d
 from tfnp_trax.layers.core import ArgMax
 from tfnp_trax.layers.core import Dense
 from tfnp_trax.layers.core import Dropout
@@ -52,6 +69,15 @@ from tfnp_trax.layers.core import Negate
 from tfnp_trax.layers.core import Softmax
 from tfnp_trax.layers.core import StopGradient
 from tfnp_trax.layers.core import Sum
+from tfnp_trax.layers.core import log_softmax
+from tfnp_trax.layers.core_extras import LocallyConnected1d
+from tfnp_trax.layers.core_extras import RandomUniform
+from tfnp_trax.layers.core_extras import ToFloat
+from tfnp_trax.layers.core_extras import Weights
+from tfnp_trax.layers.core_extras import log_gaussian_diag_pdf
+from tfnp_trax.layers.core_extras import log_gaussian_pdf
+from tfnp_trax.layers.core_extras import one_hot
+from tfnp_trax.layers.deconvolution import ConvTranspose
 from tfnp_trax.layers.flow import BatchLeadingAxes
 from tfnp_trax.layers.flow import Bidirectional
 from tfnp_trax.layers.flow import Cache
@@ -59,19 +85,83 @@ from tfnp_trax.layers.flow import Chunk
 from tfnp_trax.layers.flow import Cond
 from tfnp_trax.layers.flow import Scan
 from tfnp_trax.layers.flow import SerialWithSideOutputs
+from tfnp_trax.layers.initializers import AtariConvInit
+from tfnp_trax.layers.initializers import GlorotNormalInitializer
+from tfnp_trax.layers.initializers import GlorotUniformInitializer
+from tfnp_trax.layers.initializers import InitializerFromFile
+from tfnp_trax.layers.initializers import KaimingNormalInitializer
+from tfnp_trax.layers.initializers import KaimingUniformInitializer
+from tfnp_trax.layers.initializers import LeCunNormalInitializer
+from tfnp_trax.layers.initializers import LeCunUniformInitializer
+from tfnp_trax.layers.initializers import OrthogonalInitializer
+from tfnp_trax.layers.initializers import RandomNormalInitializer
+from tfnp_trax.layers.initializers import RandomUniformInitializer
+from tfnp_trax.layers.initializers import ScaledInitializer
+from tfnp_trax.layers.normalization import BatchNorm
+from tfnp_trax.layers.normalization import FilterResponseNorm
 from tfnp_trax.layers.normalization import LayerNorm
+from tfnp_trax.layers.pooling import AvgPool
+from tfnp_trax.layers.pooling import MaxPool
+from tfnp_trax.layers.pooling import SumPool
+from tfnp_trax.layers.rnn import GRU
+from tfnp_trax.layers.rnn import GRUCell
+from tfnp_trax.layers.rnn import LSTM
+from tfnp_trax.layers.rnn import LSTMCell
+from tfnp_trax.layers.rnn import MakeZeroState
+from tfnp_trax.layers.rnn import SRU
+from tfnp_trax.layers.fscores import MacroAveragedFScore
+from tfnp_trax.layers.fscores import WeightedFScore
+from tfnp_trax.layers.losses import BinaryCrossEntropy
+from tfnp_trax.layers.losses import BinaryCrossEntropyLoss
+from tfnp_trax.layers.losses import CategoryCrossEntropy
+from tfnp_trax.layers.losses import CrossEntropyLoss
+from tfnp_trax.layers.losses import CrossEntropyLossWithLogSoftmax
+from tfnp_trax.layers.losses import CrossEntropySum
+from tfnp_trax.layers.losses import WeightedCategoryCrossEntropy
+from tfnp_trax.layers.metrics import Accuracy
+from tfnp_trax.layers.metrics import BinaryClassifier
+from tfnp_trax.layers.metrics import CategoryAccuracy
+from tfnp_trax.layers.metrics import MaskedSequenceAccuracy
+from tfnp_trax.layers.metrics import MulticlassClassifier
+from tfnp_trax.layers.metrics import SequenceAccuracy
+from tfnp_trax.layers.metrics import WeightedCategoryAccuracy
+from tfnp_trax.layers.metrics import WeightedSum
+from tfnp_trax.layers.regression_losses import L2Loss
+from tfnp_trax.layers.regression_losses import SmoothL1Loss
 from tfnp_trax.layers import initializers
 
 __all__ = [
+    'Attention', 'AttentionQKV', 'DotProductAttention', 'MergeHeads',
+    'PureAttention', 'SplitIntoHeads', 'EncoderDecoderMask', 'PaddingMask',
+    'CausalAttention', 'ConfigurableAttention', 'DotProductCausalAttention',
+    'PositionalEncoding', 'ShiftRight',
     'Elu', 'Exp', 'FastGelu', 'Gelu', 'Glu', 'HardSigmoid', 'HardTanh',
     'LeakyRelu', 'Log', 'ParametricRelu', 'Relu', 'Selu', 'Sigmoid',
     'Softplus', 'Swish', 'Tanh', 'ThresholdedLinearUnit', 'EMPTY_STATE',
     'EMPTY_WEIGHTS', 'Fn', 'Layer', 'LayerError', 'PureLayer', 'Add',
     'Branch', 'Concatenate', 'Drop', 'Dup', 'FlattenList', 'Gate',
     'Multiply', 'Parallel', 'Residual', 'Select', 'Serial', 'Split',
-    'SubtractTop', 'Swap', 'ArgMax', 'Dense', 'Dropout', 'Embedding',
+    'SubtractTop', 'Swap', 'CausalConv', 'CausalDepthwiseConv', 'Conv',
+    'Conv1d', 'ArgMax', 'Dense', 'Dropout', 'Embedding',
     'Flatten', 'LogSoftmax', 'LogSumExp', 'Max', 'Mean', 'Min', 'Negate',
-    'Softmax', 'StopGradient', 'Sum', 'BatchLeadingAxes', 'Bidirectional',
+    'Softmax', 'StopGradient', 'Sum', 'log_softmax', 'LocallyConnected1d',
+    'RandomUniform', 'ToFloat', 'Weights', 'log_gaussian_diag_pdf',
+    'log_gaussian_pdf', 'one_hot', 'ConvTranspose', 'BatchLeadingAxes', 'Bidirectional',
     'Cache', 'Chunk', 'Cond', 'Scan', 'SerialWithSideOutputs', 'LayerNorm',
+    'BatchNorm', 'FilterResponseNorm',
+    'AtariConvInit', 'GlorotNormalInitializer', 'GlorotUniformInitializer',
+    'InitializerFromFile', 'KaimingNormalInitializer',
+    'KaimingUniformInitializer', 'LeCunNormalInitializer',
+    'LeCunUniformInitializer', 'OrthogonalInitializer',
+    'RandomNormalInitializer', 'RandomUniformInitializer',
+    'ScaledInitializer', 'AvgPool', 'MaxPool', 'SumPool',
+    'GRU', 'GRUCell', 'LSTM', 'LSTMCell', 'MakeZeroState', 'SRU',
     'initializers',
+    'MacroAveragedFScore', 'WeightedFScore', 'BinaryCrossEntropy',
+    'BinaryCrossEntropyLoss', 'CategoryCrossEntropy', 'CrossEntropyLoss',
+    'CrossEntropyLossWithLogSoftmax', 'CrossEntropySum',
+    'WeightedCategoryCrossEntropy', 'Accuracy', 'BinaryClassifier',
+    'CategoryAccuracy', 'MaskedSequenceAccuracy', 'MulticlassClassifier',
+    'SequenceAccuracy', 'WeightedCategoryAccuracy', 'WeightedSum', 'L2Loss',
+    'SmoothL1Loss',
 ]

@@ -9,11 +9,16 @@ for outputs and `n_out`.
 """
 
 import inspect
+import threading
 import random as _py_random
+import sys
 import traceback
+
+import numpy as onp
 
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import abstract
+from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.fastmath import random as frandom
 from tfnp_trax.fastmath import transforms
 
@@ -32,6 +37,44 @@ GET_STATE_FROM_CACHE = {'__marker_for_cached_state_': ()}
 def is_cache_marker(x):
   return isinstance(x, dict) and (x == GET_WEIGHTS_FROM_CACHE or
                                   x == GET_STATE_FROM_CACHE)
+
+
+# Within a pure_fn call, layers hold the weights, state and rng of that call.
+# tf.distribute runs replica functions in separate Python threads that may
+# switch at collectives, so these per-call values live in a per-thread
+# overlay: each replica sees only its own, and the overlay is dropped when
+# the outermost pure_fn returns (pure_fn restores the layer's values anyway).
+_THREAD = threading.local()
+_SLOT_DEFAULTS = {'_weights': (), '_state': (), '_rng': None}
+
+
+def _overlay():
+  return getattr(_THREAD, 'overlay', None)
+
+
+class _PerCallSlot:
+  """A layer attribute that is per-thread while a pure_fn call runs."""
+
+  def __init__(self, name):
+    self._name = name
+    self._key = '_shared' + name
+
+  def __get__(self, obj, objtype=None):
+    if obj is None:
+      return self
+    overlay = _overlay()
+    if overlay is not None:
+      values = overlay.get(id(obj))
+      if values is not None and self._name in values:
+        return values[self._name]
+    return obj.__dict__.get(self._key, _SLOT_DEFAULTS[self._name])
+
+  def __set__(self, obj, value):
+    overlay = _overlay()
+    if overlay is not None:
+      overlay.setdefault(id(obj), {})[self._name] = value
+    else:
+      obj.__dict__[self._key] = value
 
 
 class LayerError(Exception):
@@ -60,10 +103,14 @@ class LayerError(Exception):
 def _caller_location():
   # The first frame outside tfnp_trax/layers and models is where the user
   # built the layer.
-  for frame in inspect.stack()[2:]:
-    path = frame.filename
+  # Walks raw frames: inspect.stack() reads source files for every frame,
+  # which made building each layer cost milliseconds under deep stacks.
+  frame = sys._getframe(2)  # pylint: disable=protected-access
+  while frame is not None:
+    path = frame.f_code.co_filename
     if '/tfnp_trax/layers/' not in path and '/tfnp_trax/models/' not in path:
-      return f'{path}:{frame.lineno}'
+      return f'{path}:{frame.f_lineno}'
+    frame = frame.f_back
   return 'unknown'
 
 
@@ -82,6 +129,10 @@ class Layer:
   constructor's caller through `self._sublayers`.
   """
 
+  _weights = _PerCallSlot('_weights')
+  _state = _PerCallSlot('_state')
+  _rng = _PerCallSlot('_rng')
+
   def __init__(self, n_in=1, n_out=1, name=None, sublayers_to_print=None):
     self._n_in = n_in
     self._n_out = n_out
@@ -97,13 +148,18 @@ class Layer:
     self._caller = _caller_location()
 
   def __repr__(self):
-    name = self._name
+    # Trax's format: stack sizes only where they differ from 1, one
+    # sublayer per line, indented.
+    text = self._name
+    if self.n_in != 1:
+      text += f'_in{self.n_in}'
+    if self.n_out != 1:
+      text += f'_out{self.n_out}'
     if not self.sublayers:
-      return f'{name}_in{self.n_in}' + (f'_out{self.n_out}'
-                                        if self.n_out != 1 else '')
+      return text
     subs = self._sublayers_to_print or self.sublayers
-    inner = ',\n'.join('  ' + repr(s).replace('\n', '\n  ') for s in subs)
-    return f'{name}_in{self.n_in}_out{self.n_out}[\n{inner}\n]'
+    inner = '\n'.join('  ' + repr(s).replace('\n', '\n  ') for s in subs)
+    return f'{text}[\n{inner}\n]'
 
   # -- To override -------------------------------------------------------
   def forward(self, x):
@@ -226,6 +282,7 @@ class Layer:
         return GET_WEIGHTS_FROM_CACHE, GET_STATE_FROM_CACHE
       if rng is not None:
         self.rng = rng
+      self._check_n_in(input_signature)
       self.init_weights_and_state(input_signature)
       self._initialized = True
       if use_cache:
@@ -238,6 +295,17 @@ class Layer:
     except Exception as e:  # pylint: disable=broad-except
       raise LayerError(self._name, 'init', self._caller, input_signature,
                        _format(e)) from e
+
+  def _check_n_in(self, x):
+    """Fails early when a multi-input layer gets fewer inputs than n_in."""
+    if self._n_in <= 1:
+      return
+    size = len(x) if isinstance(x, (list, tuple)) else 1
+    if size < self._n_in:
+      raise ValueError(
+          f'{self._name}: expects {self._n_in} inputs (a tuple of '
+          f'{self._n_in} arrays) but got {size}: {_short_signature(x)}. Pass '
+          f'the inputs as a tuple, e.g. layer((x1, x2)).')
 
   def _clear_init_cache(self):
     self._init_cached = False
@@ -274,35 +342,53 @@ class Layer:
     Returns:
       `(outputs, new_state)`.
     """
+    if _overlay() is not None:
+      return self._pure_fn(x, weights, state, rng, use_cache)
+    _THREAD.overlay = {}
     try:
-      old_weights, old_state, old_rng = self.weights, self.state, self._rng
+      return self._pure_fn(x, weights, state, rng, use_cache)
+    finally:
+      _THREAD.overlay = None
+
+  def _pure_fn(self, x, weights, state, rng, use_cache):
+    old_weights, old_state, old_rng = self.weights, self.state, self._rng
+    try:
       self._rng = rng
       was_cached = (is_cache_marker(weights) and is_cache_marker(state))
       if was_cached:
         weights, state = self.weights, self.state
       else:
+        # NumPy leaves (e.g. weights loaded from files) become tensors, so
+        # forward code may call tensor methods such as .astype(tf dtype).
+        weights = _map_keep_markers(_numpy_to_tensor, weights)
+        state = _map_keep_markers(_numpy_to_tensor, state)
         self._set_weights_state_quietly(weights, state)
+      self._check_n_in(x)
       if self.has_backward:
         outputs, new_state = self._do_custom_gradients(x)
       else:
         outputs = self.forward(x)
         new_state = self.state
-      self._rng = old_rng
-      if not use_cache:
-        self._set_weights_state_quietly(old_weights, old_state)
-      else:
-        self._set_weights_state_quietly(weights, new_state)
-      if was_cached:
-        new_state = GET_STATE_FROM_CACHE
-      return outputs, new_state
-    except LayerError as e:
-      raise e
     except Exception as e:  # pylint: disable=broad-except
+      # Put back what the layer held before the call, so a failed call (or
+      # a failed trace) leaves no half-set or symbolic weights behind.
+      self._rng = old_rng
+      self._set_weights_state_quietly(old_weights, old_state)
+      if isinstance(e, LayerError):
+        raise
       hint = ('' if self._initialized or not self._needs_init_hint() else
               'this layer was never initialized: call '
               'layer.init(shapes.signature(x)) first.')
       raise LayerError(self._name, 'pure_fn', self._caller,
                        _short_signature(x), _format(e), hint) from e
+    self._rng = old_rng
+    if not use_cache:
+      self._set_weights_state_quietly(old_weights, old_state)
+    else:
+      self._set_weights_state_quietly(weights, new_state)
+    if was_cached:
+      new_state = GET_STATE_FROM_CACHE
+    return outputs, new_state
 
   def _needs_init_hint(self):
     return type(self).init_weights_and_state is not (
@@ -320,8 +406,9 @@ class Layer:
 
   def _forward_abstract(self, input_signature):
     """Traces `pure_fn` on signatures; returns output and state signatures."""
-    weights = _signatures_of(self.weights)
-    state = _signatures_of(self.state)
+    old_weights, old_state = self.weights, self.state
+    weights = _signatures_of(old_weights)
+    state = _signatures_of(old_state)
     try:
       return abstract.abstract_eval(
           lambda x, w, s, r: self.pure_fn(x, w, s, r, use_cache=True))(
@@ -332,6 +419,10 @@ class Layer:
     except Exception as e:  # pylint: disable=broad-except
       raise LayerError(self._name, '_forward_abstract', self._caller,
                        input_signature, _format(e)) from e
+    finally:
+      # Tracing leaves symbolic weights on the layer (use_cache=True keeps
+      # them for shared sublayers); restore the concrete ones.
+      self._set_weights_state_quietly(old_weights, old_state)
 
   # -- Custom gradients ------------------------------------------------------
   def _do_custom_gradients(self, x):
@@ -367,6 +458,10 @@ def _signatures_of(tree):
       return shapes.ShapeDtype(tuple(x.shape), x.dtype)
     return x
   return _map_keep_markers(to_sig, tree)
+
+
+def _numpy_to_tensor(x):
+  return jnp.asarray(x) if isinstance(x, (onp.ndarray, onp.generic)) else x
 
 
 def _map_keep_markers(f, tree):

@@ -1,6 +1,7 @@
 """Combinators with control flow: Scan, Cond, Chunk, Cache and friends."""
 
 import copy
+import random as _py_random
 
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
@@ -76,10 +77,12 @@ class Scan(base.Layer):
 
 
 class Cond(base.Layer):
-  """Runs `true` if the boolean output of `cond` is set, `false` otherwise.
+  """Runs `true(y)` if `cond(x)` is set, else `false(y)`.
 
-  `cond` reads the inputs and returns a scalar boolean; the chosen branch
-  then reads the same inputs. `false=None` is the identity.
+  `x` is the first `cond.n_in` stack items and `y` the next `true.n_in`
+  items, so `n_in = cond.n_in + true.n_in`. `cond` must return one scalar
+  boolean. Only the chosen branch runs (and updates its state); `false=None`
+  is the identity.
   """
 
   def __init__(self, cond, true, false=None, name=None):
@@ -92,17 +95,21 @@ class Cond(base.Layer):
     if cond.n_out != 1:
       raise ValueError(f'Cond: the condition must have n_out=1, got '
                        f'{cond.n_out}.')
-    super().__init__(n_in=max(cond.n_in, true.n_in), n_out=true.n_out,
+    super().__init__(n_in=cond.n_in + true.n_in, n_out=true.n_out,
                      name=name or 'Cond')
     self._sublayers = (cond, true, false)
+
+  def _split(self, xs):
+    items = _as_tuple(xs, self.n_in)
+    n_cond = self._sublayers[0].n_in
+    return _from_tuple(items[:n_cond]), _from_tuple(items[n_cond:])
 
   def forward(self, xs):
     cond, true, false = self._sublayers
     (wc, wt, wf), (sc, st, sf) = self.weights, self.state
     rc, rt, rf = [fastmath.random.fold_in(self.rng, i) for i in range(3)]
-    pred, sc = cond.pure_fn(_stack.inputs_from_stack(xs, cond.n_in), wc, sc,
-                            rc, use_cache=True)
-    branch_in = _stack.inputs_from_stack(xs, true.n_in)
+    cond_in, branch_in = self._split(xs)
+    pred, sc = cond.pure_fn(cond_in, wc, sc, rc, use_cache=True)
 
     def run_true():
       y, s = true.pure_fn(branch_in, wt, st, rt, use_cache=True)
@@ -113,14 +120,13 @@ class Cond(base.Layer):
       return y, st, s
     y, st, sf = fastmath.cond(pred, run_true, run_false)
     self.state = (sc, st, sf)
-    rest = xs[self.n_in:] if isinstance(xs, tuple) else ()
-    return _from_tuple(_as_tuple(y, true.n_out) + tuple(rest)) if rest else y
+    return y
 
   def init_weights_and_state(self, input_signature):
+    cond_in, branch_in = self._split(input_signature)
     ws, ss = [], []
-    for layer in self._sublayers:
-      w, s = layer.init(_stack.inputs_from_stack(input_signature, layer.n_in),
-                        use_cache=True)
+    for layer, sig in zip(self._sublayers, (cond_in, branch_in, branch_in)):
+      w, s = layer.init(sig, use_cache=True)
       ws.append(w)
       ss.append(s)
     self.state = tuple(ss)
@@ -131,10 +137,13 @@ def Chunk(layer, chunk_size, pass_unchunkable=True):  # pylint: disable=invalid-
   """Runs `layer` on batch chunks of `chunk_size` to bound memory use.
 
   Inputs whose batch does not divide by `chunk_size` run whole if
-  `pass_unchunkable`, else raise.
+  `pass_unchunkable`, else raise. `chunk_size=0` means no chunking: the
+  layer itself is returned.
   """
-  if chunk_size < 1:
-    raise ValueError(f'Chunk: chunk_size must be positive, got {chunk_size}.')
+  if chunk_size == 0:
+    return layer
+  if chunk_size < 0:
+    raise ValueError(f'Chunk: chunk_size must be >= 0, got {chunk_size}.')
   return _Chunk(layer, chunk_size, pass_unchunkable)
 
 
@@ -184,39 +193,50 @@ class _Chunk(base.Layer):
 
 
 def BatchLeadingAxes(layer, n_last_axes_to_keep=1):  # pylint: disable=invalid-name
-  """Runs `layer` with all leading axes folded into one batch axis."""
-  if layer.n_in != 1 or layer.n_out != 1:
-    raise ValueError(f'BatchLeadingAxes: layer must have n_in=n_out=1, got '
-                     f'n_in={layer.n_in}, n_out={layer.n_out}.')
+  """Runs `layer` with all leading axes folded into one batch axis.
+
+  Every input keeps its last `n_last_axes_to_keep` axes; the rest are folded
+  into one batch axis, and unfolded again (as the first input's) on the
+  output.
+  """
+  if layer.n_out != 1:
+    raise ValueError(f'BatchLeadingAxes: layer must have n_out=1, got '
+                     f'n_out={layer.n_out}.')
   return _BatchLeading(layer, n_last_axes_to_keep)
 
 
 class _BatchLeading(base.Layer):
+  """Folds leading axes into one before `layer`, unfolds them after."""
 
   def __init__(self, layer, n_keep):
-    super().__init__(name=f'BatchLeadingAxes_{layer.name}')
+    super().__init__(n_in=layer.n_in, n_out=1,
+                     name=f'BatchLeadingAxes_{layer.name}')
     self._sublayers = (layer,)
     self._n_keep = n_keep
 
-  def _fold(self, shape):
-    lead = shape[:len(shape) - self._n_keep]
-    batch = 1
-    for d in lead:
-      batch *= d
-    return lead, (batch,) + tuple(shape[len(shape) - self._n_keep:])
+  def _lead_and_kept(self, shape):
+    cut = len(shape) - self._n_keep
+    return tuple(shape[:cut]), tuple(shape[cut:])
 
   def forward(self, x):
-    lead, folded = self._fold(tuple(x.shape))
-    y, s = self._sublayers[0].pure_fn(x.reshape(folded), self.weights[0],
+    xs = _as_tuple(x, self.n_in)
+    lead, _ = self._lead_and_kept(tuple(xs[0].shape))
+    folded = [v.reshape((-1,) + self._lead_and_kept(tuple(v.shape))[1])
+              for v in xs]
+    y, s = self._sublayers[0].pure_fn(_from_tuple(folded), self.weights[0],
                                       self.state[0], self.rng, use_cache=True)
     self.state = (s,)
     return y.reshape(lead + tuple(y.shape[1:]))
 
   def init_weights_and_state(self, input_signature):
-    _, folded = self._fold(input_signature.shape)
-    w, s = self._sublayers[0].init(shapes.ShapeDtype(folded,
-                                                     input_signature.dtype),
-                                   use_cache=True)
+    sigs = []
+    for sig in _as_tuple(input_signature, self.n_in):
+      lead, kept = self._lead_and_kept(sig.shape)
+      batch = 1
+      for d in lead:
+        batch *= d
+      sigs.append(shapes.ShapeDtype((batch,) + kept, sig.dtype))
+    w, s = self._sublayers[0].init(_from_tuple(sigs), use_cache=True)
     self.state = (s,)
     self.weights = (w,)
 
@@ -229,31 +249,58 @@ def Bidirectional(forward_layer, axis=1, merge_layer=None):  # pylint: disable=i
   """
   merge_layer = merge_layer or cb.Concatenate()
   backward_layer = copy.deepcopy(forward_layer)
+  # A copy would share the original's seeds and so start from the same
+  # weights; give each of its layers fresh ones.
+  _reseed(backward_layer)
   flip = base.Fn('FlipAlongAxis', lambda x: jnp.flip(x, axis=axis))
   return cb.Serial(cb.Branch(forward_layer,
                              cb.Serial(flip, backward_layer, flip)),
                    merge_layer, name='Bidirectional')
 
 
+def _reseed(layer):
+  # pylint: disable=protected-access
+  layer._rng = None
+  layer._rng_seed_int = _py_random.randint(0, 2**31 - 1)
+  # pylint: enable=protected-access
+  for sub in layer.sublayers:
+    _reseed(sub)
+
+
 class SerialWithSideOutputs(base.Layer):
-  """Serial where each layer also emits `n_side_outputs` collected aside.
+  """Serial where each layer also emits side outputs collected aside.
 
   With layers `l_i: x -> (y, side_i)`, computes the chain and returns
-  `(y_final, side_1, ..., side_n)`.
+  `(y_final, side_1, ..., side_n)`. In general layer `i`'s last
+  `n_side_outputs[i]` outputs go to the bottom of the stack, in order.
+
+  Args:
+    layers: the layers to run in sequence.
+    n_side_outputs: an int for every layer, or one int per layer.
   """
 
   def __init__(self, layers, n_side_outputs=1):
     layers = _stack.ensure_flat(layers)
+    if isinstance(n_side_outputs, int):
+      n_side_outputs = [n_side_outputs] * len(layers)
+    if len(n_side_outputs) != len(layers):
+      raise ValueError(f'SerialWithSideOutputs: n_side_outputs has '
+                       f'{len(n_side_outputs)} entries for {len(layers)} '
+                       f'layers.')
     running_max = running_total = 0
-    for layer in layers:
+    for layer, n_side in zip(layers, n_side_outputs):
+      if n_side > layer.n_out:
+        raise ValueError(f'SerialWithSideOutputs: {layer.name} has n_out='
+                         f'{layer.n_out}, fewer than its {n_side} side '
+                         f'outputs.')
       running_total += layer.n_in
       running_max = max(running_max, running_total)
-      running_total -= layer.n_out - n_side_outputs
+      running_total -= layer.n_out - n_side
     super().__init__(n_in=running_max,
-                     n_out=running_max - running_total + n_side_outputs *
-                     len(layers), name='SerialWithSideOutputs')
+                     n_out=running_max - running_total + sum(n_side_outputs),
+                     name='SerialWithSideOutputs')
     self._sublayers = tuple(layers)
-    self._n_side = n_side_outputs
+    self._n_sides = tuple(n_side_outputs)
 
   def forward(self, xs):
     stack, sides, new_state = xs, [], []
@@ -262,25 +309,32 @@ class SerialWithSideOutputs(base.Layer):
                                           self.state)):
       inputs = _stack.inputs_from_stack(stack, layer.n_in, layer.name)
       out, s = layer.pure_fn(inputs, w, s, keys[i], use_cache=True)
-      out = _as_tuple(out, layer.n_out)
-      main, side = out[:layer.n_out - self._n_side], out[layer.n_out -
-                                                         self._n_side:]
+      main, side = self._main_and_side(out, layer, self._n_sides[i])
       sides.extend(side)
-      stack = _stack.outputs_onto_stack(main, stack, layer.n_in, len(main))
+      # A single main output goes on the stack bare, not as a 1-tuple.
+      stack = _stack.outputs_onto_stack(_from_tuple(main), stack, layer.n_in,
+                                        len(main))
       new_state.append(s)
     self.state = tuple(new_state)
     return _from_tuple(_as_tuple(stack, _stack.stack_size(stack)) +
                        tuple(sides))
 
+  @staticmethod
+  def _main_and_side(out, layer, n_side):
+    out = _as_tuple(out, layer.n_out)
+    n_main = layer.n_out - n_side
+    return out[:n_main], out[n_main:]
+
   def init_weights_and_state(self, input_signature):
     stack, ws, ss = input_signature, [], []
-    for layer in self._sublayers:
+    for layer, n_side in zip(self._sublayers, self._n_sides):
       inputs = _stack.inputs_from_stack(stack, layer.n_in, layer.name)
       w, s = layer.init(inputs, use_cache=True)
       out, _ = layer._forward_abstract(inputs)  # pylint: disable=protected-access
-      out = _as_tuple(out, layer.n_out)
-      main = out[:layer.n_out - self._n_side]
-      stack = _stack.outputs_onto_stack(main, stack, layer.n_in, len(main))
+      main, _ = self._main_and_side(out, layer, n_side)
+      # A single main output goes on the stack bare, not as a 1-tuple.
+      stack = _stack.outputs_onto_stack(_from_tuple(main), stack, layer.n_in,
+                                        len(main))
       ws.append(w)
       ss.append(s)
     self.state = tuple(ss)
@@ -305,6 +359,8 @@ class Cache(base.Layer):
 
   @state.setter
   def state(self, state):
+    if base.is_cache_marker(state):
+      return
     base.Layer.state.fset(self, (state[0],))
     self._cache = tuple(state[1:])
 

@@ -1,9 +1,31 @@
-"""Normalization layers."""
+"""Normalization layers: LayerNorm, BatchNorm and FilterResponseNorm.
 
+Statistics are computed in float32 (float64 inputs stay float64) so that
+bfloat16 activations do not lose precision in the sums; every layer returns
+its input's dtype.
+"""
+
+from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import base
 
-__all__ = ['LayerNorm']
+__all__ = ['LayerNorm', 'BatchNorm', 'FilterResponseNorm']
+
+_MODES = ('train', 'eval', 'predict')
+
+
+def _stats_dtype(x):
+  """The dtype normalization statistics of `x` are computed in."""
+  return jnp.float64 if x.dtype == jnp.float64 else jnp.float32
+
+
+def _check_channels(layer_name, x, n_channels, what):
+  if x.ndim < 1 or x.shape[-1] != n_channels:
+    raise ValueError(
+        f'{layer_name}: input has {x.shape[-1] if x.ndim else "no"} channels '
+        f'(last axis, input shape {tuple(x.shape)}) but the layer was '
+        f'initialized for {n_channels} ({what}). Re-run init with the new '
+        f'input signature.')
 
 
 class LayerNorm(base.Layer):
@@ -11,8 +33,16 @@ class LayerNorm(base.Layer):
 
   y = (x - mean) / sqrt(var + epsilon) * scale + bias, with the mean and the
   biased variance over the last axis. With `center=False` neither the mean
-  is subtracted nor a bias added. Statistics are computed in float32 and the
-  output keeps the input dtype.
+  is subtracted nor the bias added (the bias weight is still created, as in
+  Trax, so weight trees keep one structure).
+
+  Example:
+    >>> from tfnp_trax import shapes
+    >>> layer = LayerNorm()
+    >>> _ = layer.init(shapes.ShapeDtype((1, 3)))
+    >>> y = layer(jnp.asarray([[1., 2., 3.]], dtype=jnp.float32))
+    >>> [round(float(v), 3) for v in y[0]]
+    [-1.225, 0.0, 1.225]
   """
 
   def __init__(self, center=True, epsilon=1e-6):
@@ -21,23 +51,180 @@ class LayerNorm(base.Layer):
     self._epsilon = epsilon
 
   def forward(self, x):
+    x = jnp.asarray(x)
     scale, bias = self.weights
-    if scale.shape[-1] != x.shape[-1]:
-      raise ValueError(f'{self.name}: input last dim {x.shape[-1]} does not '
-                       f'match scale size {scale.shape[-1]} (input shape '
-                       f'{tuple(x.shape)}).')
-    x32 = x.astype(jnp.float32)
+    _check_channels(self.name, x, scale.shape[-1], 'scale size')
+    dtype = _stats_dtype(x)
+    xs = x.astype(dtype)
     if self._center:
-      x32 = x32 - jnp.mean(x32, axis=-1, keepdims=True)
-    variance = jnp.mean(x32 * x32, axis=-1, keepdims=True)
-    y = x32 / jnp.sqrt(variance + self._epsilon) * scale
+      xs = xs - jnp.mean(xs, axis=-1, keepdims=True)
+    variance = jnp.mean(xs * xs, axis=-1, keepdims=True)
+    y = xs / jnp.sqrt(variance + self._epsilon) * scale.astype(dtype)
     if self._center:
-      y = y + bias
+      y = y + bias.astype(dtype)
     return y.astype(x.dtype)
 
   def init_weights_and_state(self, input_signature):
     features = input_signature.shape[-1]
-    scale = jnp.ones((features,), dtype=jnp.float32)
-    bias = (jnp.zeros((features,), dtype=jnp.float32) if self._center else
-            base.EMPTY_WEIGHTS)
-    self.weights = (scale, bias)
+    self.weights = (jnp.ones((features,), dtype=jnp.float32),
+                    jnp.zeros((features,), dtype=jnp.float32))
+
+
+class BatchNorm(base.Layer):
+  """Normalizes over `axis` with batch statistics, kept as running averages.
+
+  In 'train' mode the layer normalizes with the statistics of the current
+  batch and updates its state
+  `running = momentum * running + (1 - momentum) * batch_statistic`
+  for the mean and the biased variance, counting batches. In 'eval' and
+  'predict' modes it normalizes with the running statistics and leaves the
+  state unchanged. When the batch axis 0 is normalized under a multi-replica
+  strategy, the batch statistics are averaged across replicas (synchronized
+  batch norm), so replicas match one device on the whole batch. Then
+  y = gamma * (x - mean) / sqrt(var + epsilon) + beta,
+  with gamma only if `scale` and beta only if `center`.
+
+  Weights are `(beta, gamma)`, shaped like the input without `axis` (an
+  empty tuple for a disabled one); state is `(running_mean, running_var,
+  n_batches)`, the statistics shaped like the input with size 1 on `axis`.
+
+  Example:
+    >>> from tfnp_trax import shapes
+    >>> layer = BatchNorm(axis=(0,))
+    >>> _ = layer.init(shapes.ShapeDtype((4, 3)))
+    >>> _ = layer(jnp.ones((4, 3), dtype=jnp.float32))
+    >>> int(layer.state[2])  # Batches seen in train mode.
+    1
+  """
+
+  def __init__(self, axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True,
+               momentum=0.999, mode='train'):
+    super().__init__(name='BatchNorm')
+    if mode not in _MODES:
+      raise ValueError(f'BatchNorm: mode must be one of {_MODES}, got '
+                       f'{mode!r}.')
+    self._axis = (axis,) if isinstance(axis, int) else tuple(axis)
+    self._epsilon = epsilon
+    self._center = center
+    self._scale = scale
+    self._momentum = momentum
+    self._mode = mode
+
+  def _stats_shape(self, shape):
+    return tuple(1 if i in self._axis else d for i, d in enumerate(shape))
+
+  def _check_input(self, x):
+    running_mean = self.state[0]
+    if (x.ndim != running_mean.ndim or
+        self._stats_shape(x.shape) != tuple(running_mean.shape)):
+      kept = [d for i, d in enumerate(running_mean.shape)
+              if i not in self._axis]
+      raise ValueError(
+          f'{self.name}: input shape {tuple(x.shape)} does not match the '
+          f'shape the layer was initialized for: rank {running_mean.ndim} '
+          f'with sizes {kept} on the axes outside axis={self._axis} '
+          f'(statistics shape {tuple(running_mean.shape)}). Re-run init with '
+          f'the new input signature, or set `axis` to the axes to average.')
+
+  def forward(self, x):
+    x = jnp.asarray(x)
+    self._check_input(x)
+    running_mean, running_var, n_batches = self.state
+    dtype = _stats_dtype(x)
+    xs = x.astype(dtype)
+    if self._mode == 'train':
+      # Under several replicas the batch is sharded: average the statistics
+      # over replicas (synchronized batch norm) so every replica normalizes
+      # with the whole batch's statistics, as one device would.
+      sync = fastmath.pmean if 0 in self._axis else (lambda v: v)
+      mean = sync(jnp.mean(xs, axis=self._axis, keepdims=True))
+      # Two-pass variance: E[x^2] - E[x]^2 cancels badly in float32.
+      var = sync(jnp.mean(jnp.square(xs - mean), axis=self._axis,
+                          keepdims=True))
+      m = self._momentum
+      self.state = (
+          (m * running_mean + (1 - m) * mean).astype(running_mean.dtype),
+          (m * running_var + (1 - m) * var).astype(running_var.dtype),
+          n_batches + 1)
+    else:
+      mean, var = running_mean.astype(dtype), running_var.astype(dtype)
+    y = (xs - mean) / jnp.sqrt(var + self._epsilon)
+    beta, gamma = self.weights
+    # Weights lack the normalized axes; put them back as size-1 axes.
+    expand = self._stats_shape(x.shape)
+    if self._scale:
+      y = y * gamma.astype(dtype).reshape(expand)
+    if self._center:
+      y = y + beta.astype(dtype).reshape(expand)
+    return y.astype(x.dtype)
+
+  def init_weights_and_state(self, input_signature):
+    shape = tuple(input_signature.shape)
+    self._axis = tuple(a % len(shape) for a in self._axis)
+    if len(set(self._axis)) != len(self._axis):
+      raise ValueError(f'{self.name}: axis {self._axis} repeats an axis of '
+                       f'an input of rank {len(shape)}.')
+    kept = tuple(d for i, d in enumerate(shape) if i not in self._axis)
+    beta = jnp.zeros(kept, dtype=jnp.float32) if self._center else ()
+    gamma = jnp.ones(kept, dtype=jnp.float32) if self._scale else ()
+    stats = self._stats_shape(shape)
+    self.weights = (beta, gamma)
+    self.state = (jnp.zeros(stats, dtype=jnp.float32),
+                  jnp.ones(stats, dtype=jnp.float32),
+                  jnp.zeros((), dtype=jnp.int64))
+
+
+class FilterResponseNorm(base.Layer):
+  """Filter Response Normalization (https://arxiv.org/abs/1911.09737).
+
+  For input (batch, ..., channels), nu2 is the mean of x^2 over every axis
+  but the first and the last, and y = gamma * x / sqrt(nu2 + epsilon) +
+  beta. epsilon is `init_epsilon`, plus |learnt epsilon| if `learn_epsilon`
+  (the absolute value keeps it positive whatever sign training gives it).
+  Pair it with `ThresholdedLinearUnit` as the non-linearity.
+
+  Weights are `(gamma, beta, epsilon_l)`: per-channel gamma and beta, and
+  `epsilon_l` either `()` or a 1-tuple holding the learnt scalar.
+
+  Example:
+    >>> from tfnp_trax import shapes
+    >>> layer = FilterResponseNorm()
+    >>> _ = layer.init(shapes.ShapeDtype((2, 4, 4, 3)))
+    >>> tuple(layer(jnp.ones((2, 4, 4, 3), dtype=jnp.float32)).shape)
+    (2, 4, 4, 3)
+  """
+
+  def __init__(self, mode=None, learn_epsilon=False, init_epsilon=1e-6,
+               init_learnt_epsilon=1e-4):
+    super().__init__(name='FilterResponseNorm')
+    del mode  # The same computation in every mode.
+    if init_epsilon <= 0 or init_learnt_epsilon <= 0:
+      raise ValueError(
+          f'FilterResponseNorm: init_epsilon and init_learnt_epsilon must be '
+          f'positive, got {init_epsilon} and {init_learnt_epsilon}.')
+    self._learn_epsilon = learn_epsilon
+    self._init_epsilon = init_epsilon
+    self._init_learnt_epsilon = init_learnt_epsilon
+
+  def forward(self, x):
+    x = jnp.asarray(x)
+    gamma, beta, epsilon_l = self.weights
+    _check_channels(self.name, x, gamma.shape[-1], 'gamma size')
+    dtype = _stats_dtype(x)
+    xs = x.astype(dtype)
+    epsilon = jnp.asarray(self._init_epsilon, dtype=dtype)
+    if epsilon_l is not base.EMPTY_WEIGHTS and len(epsilon_l):
+      epsilon = epsilon + jnp.abs(epsilon_l[0].astype(dtype))
+    axes = tuple(range(1, x.ndim - 1))
+    nu2 = jnp.mean(xs * xs, axis=axes, keepdims=True)
+    y = gamma.astype(dtype) * xs / jnp.sqrt(nu2 + epsilon) + beta.astype(
+        dtype)
+    return y.astype(x.dtype)
+
+  def init_weights_and_state(self, input_signature):
+    n_channels = input_signature.shape[-1]
+    epsilon_l = base.EMPTY_WEIGHTS
+    if self._learn_epsilon:
+      epsilon_l = (jnp.asarray(self._init_learnt_epsilon, dtype=jnp.float32),)
+    self.weights = (jnp.ones((n_channels,), dtype=jnp.float32),
+                    jnp.zeros((n_channels,), dtype=jnp.float32), epsilon_l)

@@ -145,11 +145,14 @@ class Adafactor(base.Optimizer):
     y, moments = adafactor_direction(
         grads, slots[:n_moments], decay_rate_pow(step, p['decay_rate']),
         p['epsilon1'], factored)
-    if self._do_clipping:
-      y = y / jnp.maximum(1.0, _rms(y) / p['clipping_threshold'])
+    # Clipping and parameter scale are scalars: fold them before touching y.
     update_scale = p['learning_rate']
+    if self._do_clipping:
+      update_scale = update_scale / jnp.maximum(
+          1.0, _rms(y) / p['clipping_threshold'])  # Clip RMS(y).
     if self._multiply_by_parameter_scale:
-      update_scale = update_scale * jnp.maximum(_rms(weights), p['epsilon2'])
+      update_scale = update_scale * jnp.maximum(
+          _rms(weights), p['epsilon2'])  # Relative step size.
     subtrahend = update_scale * y
     new_slots = moments
     if self._do_momentum:

@@ -15,14 +15,20 @@ class AdamSlots(NamedTuple):
 
 def adam_update(step, grads, weights, m, v, learning_rate, b1, b2, eps,
                 weight_decay_rate):
-  """One Adam step on one array; returns `(new_weights, new_m, new_v)`."""
+  """One Adam step on one array; returns `(new_weights, new_m, new_v)`.
+
+  The bias corrections are applied to scalars rather than to `m` and `v`:
+  `m_hat / (sqrt(v_hat) + eps) == c * m / (sqrt(v) + eps * sqrt(1 - b2^t))`
+  with `c = sqrt(1 - b2^t) / (1 - b1^t)`, which saves two full-size
+  divisions per step.
+  """
   t = jnp.asarray(step, jnp.float32) + 1.0  # 1-based count of updates.
   m = b1 * m + (1.0 - b1) * grads  # First moment estimate.
   v = b2 * v + (1.0 - b2) * grads * grads  # Second moment estimate.
-  m_hat = m / (1.0 - b1 ** t)  # Bias-corrected first moment.
-  v_hat = v / (1.0 - b2 ** t)  # Bias-corrected second moment.
+  root_c2 = jnp.sqrt(1.0 - b2 ** t)  # sqrt of the second bias correction.
+  step_size = learning_rate * root_c2 / (1.0 - b1 ** t)  # Scalar lr * c.
   new_weights = ((1.0 - weight_decay_rate) * weights  # Decoupled decay.
-                 - learning_rate * m_hat / (jnp.sqrt(v_hat) + eps))
+                 - step_size * m / (jnp.sqrt(v) + eps * root_c2))
   return new_weights, m, v
 
 

@@ -15,9 +15,13 @@ _TINY = 1e-16
 
 
 class MomentumType(enum.IntEnum):
+  """How SM3 folds preconditioned gradients into its momentum slot."""
   EMA = 1
   HEAVY_BALL = 2
   NESTEROV = 3
+
+
+_MOMENTUM_TYPE_NAMES = [f'MomentumType.{t.name}' for t in MomentumType]
 
 
 class SM3Slots(NamedTuple):
@@ -117,8 +121,8 @@ class SM3(base.Optimizer):
     self._has_momentum = momentum > 0.0
     if momentum_type not in list(MomentumType):
       raise ValueError(
-          f'SM3: momentum_type must be one of '
-          f'{[str(t) for t in MomentumType]}, got {momentum_type!r}.')
+          f'SM3: momentum_type must be one of {_MOMENTUM_TYPE_NAMES}, got '
+          f'{momentum_type!r}.')
     self._momentum_type = MomentumType(momentum_type)
     self._graft = second_moment_averaging != 1.0
     super().__init__(learning_rate=learning_rate, momentum=momentum,

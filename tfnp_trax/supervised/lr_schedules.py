@@ -182,8 +182,9 @@ def multifactor(factors='constant * linear_warmup * rsqrt_decay',
   names = [n.strip() for n in factors.split('*')]
   unknown = [n for n in names if n not in MULTIFACTOR_FACTORS]
   if unknown:
-    raise ValueError(f'multifactor: unknown factor {unknown[0]!r} in '
-                     f'{factors!r}; known factors: {list(MULTIFACTOR_FACTORS)}.')
+    raise ValueError(
+        f'multifactor: unknown factor {unknown[0]!r} in {factors!r}; known '
+        f'factors: {list(MULTIFACTOR_FACTORS)}.')
 
   def factor(name, step):
     if name == 'constant':
