@@ -32,7 +32,9 @@ def jit(f=None, static_argnums=(), jit_compile=None, donate_argnums=()):
 
   Calls with the same shapes and dtypes reuse one trace. Arguments named by
   `static_argnums` are Python values baked into the trace: each distinct value
-  gets its own trace.
+  gets its own trace. Unlike JAX, plain Python numbers passed to the compiled
+  function are static too (TensorFlow's rule), so pass values that change
+  from call to call, such as a training step, as arrays.
 
   Args:
     f: the function to compile.
@@ -78,10 +80,19 @@ def _to_tensors(tree):
   return trees.nested_map(tf.convert_to_tensor, tree)
 
 
+def _dense_grad(g, p):
+  # Unconnected inputs get zeros, and gather-based gradients (IndexedSlices,
+  # e.g. from an embedding lookup) become dense arrays, as in JAX.
+  if g is None:
+    return tf.zeros_like(p)
+  if isinstance(g, tf.IndexedSlices):
+    return tf.convert_to_tensor(g)
+  return g
+
+
 def _zeros_for_none(grads, primals):
-  return trees.nested_map_multiarg(
-      lambda g, p: tf.zeros_like(p) if g is None else g, grads, primals,
-      ignore_nones=False)
+  return trees.nested_map_multiarg(_dense_grad, grads, primals,
+                                   ignore_nones=False)
 
 
 def value_and_grad(f, argnums=0, has_aux=False):
@@ -156,23 +167,29 @@ def custom_vjp(f, f_fwd, f_bwd, nondiff_argnums=()):
   Args:
     f: the primal function `f(*args) -> out`; its forward is taken from f_fwd.
     f_fwd: `f_fwd(*args) -> (out, residual)`.
-    f_bwd: `f_bwd(residual, grad_out) -> tuple of grads, one per diff arg`.
+    f_bwd: `f_bwd(*nondiff_args, residual, grad_out) -> tuple of grads, one
+      per differentiable argument` (nondiff_args as in JAX: the arguments
+      named by `nondiff_argnums`, in order).
     nondiff_argnums: positions of arguments that get no gradient.
 
   Returns:
     A function computing `f` whose gradient is given by `f_bwd`.
   """
   del f
+  if isinstance(nondiff_argnums, int):
+    nondiff_argnums = (nondiff_argnums,)
+  nondiff_argnums = tuple(sorted(nondiff_argnums))
 
   def wrapped(*args):
     diff_pos = [i for i in range(len(args)) if i not in nondiff_argnums]
+    nondiff_args = tuple(args[i] for i in nondiff_argnums)
 
     def f_vjp(*diff_args):
       full = list(args)
       for pos, val in zip(diff_pos, diff_args):
         full[pos] = val
       out, residual = f_fwd(*full)
-      return out, lambda g: f_bwd(residual, g)
+      return out, lambda g: f_bwd(*nondiff_args, residual, g)
     return custom_grad(f_vjp, None)(*[args[i] for i in diff_pos])
   return wrapped
 

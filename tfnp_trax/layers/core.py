@@ -2,15 +2,17 @@
 
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.layers import _dtypes
 from tfnp_trax.layers import base
 from tfnp_trax.layers import initializers as init
 
 __all__ = ['Dense', 'Embedding', 'Dropout', 'Flatten', 'LogSoftmax',
            'Softmax', 'LogSumExp', 'Mean', 'Sum', 'Min', 'Max', 'ArgMax',
-           'Negate', 'StopGradient', 'check_float']
+           'Negate', 'StopGradient', 'check_float', 'log_softmax']
 
 
 def check_float(layer_name, x):
+  """Raises a TypeError naming `layer_name` unless `x` is floating-point."""
   if not fastmath.is_float(x):
     raise TypeError(f'{layer_name}: expects a floating-point input, got '
                     f'dtype {x.dtype.name} with shape {tuple(x.shape)}. Cast '
@@ -18,7 +20,12 @@ def check_float(layer_name, x):
 
 
 class Dense(base.Layer):
-  """Affine map on the last axis: `y = x @ W + b`.
+  """Affine map on the last axis: `y = x @ W + b` (or `x @ W` without bias).
+
+  Weights are `(W, b)` with W `[in_dim, n_units]`, or just W if
+  `use_bias=False`; with `use_bfloat16` they are stored in bfloat16. The
+  weights are cast to the input's dtype, so bfloat16 inputs give bfloat16
+  outputs.
 
   Example:
     >>> layer = Dense(4)
@@ -60,7 +67,7 @@ class Dense(base.Layer):
   def init_weights_and_state(self, input_signature):
     shape_w = (input_signature.shape[-1], self._n_units)
     rng_w, rng_b = fastmath.random.split(self.rng, 2)
-    dtype = jnp.bfloat16 if self._use_bfloat16 else jnp.float32
+    dtype = _dtypes.BFLOAT16 if self._use_bfloat16 else jnp.float32
     w = self._kernel_initializer(shape_w, rng_w).astype(dtype)
     if self._use_bias:
       b = self._bias_initializer((self._n_units,), rng_b).astype(dtype)
@@ -73,7 +80,16 @@ class Embedding(base.Layer):
   """Maps integer ids in [0, vocab_size) to learned vectors of d_feature.
 
   Ids outside the vocabulary are clipped into range, as in Trax (and as
-  XLA's gather does), so eager, compiled and accelerator runs agree.
+  XLA's gather does), so eager, compiled and accelerator runs agree: a
+  negative id reads row 0 and an id >= vocab_size reads the last row. With
+  `use_bfloat16` the table is stored in bfloat16 and, as in Trax, the looked
+  up vectors are returned in float32.
+
+  Example:
+    >>> layer = Embedding(10, 4)
+    >>> _ = layer.init(shapes.ShapeDtype((2,), jnp.int32))
+    >>> tuple(layer(jnp.array([1, 12])).shape)
+    (2, 4)
   """
 
   def __init__(self, vocab_size, d_feature, use_bfloat16=False,
@@ -92,11 +108,14 @@ class Embedding(base.Layer):
                       f'{x.dtype.name} with shape {tuple(x.shape)}. Cast '
                       f'with x.astype(jnp.int32).')
     ids = jnp.clip(x.astype(jnp.int32), 0, self._vocab_size - 1)
-    return jnp.take(self.weights, ids, axis=0)
+    embedded = jnp.take(self.weights, ids, axis=0)
+    if self._use_bfloat16:
+      embedded = embedded.astype(jnp.float32)
+    return embedded
 
   def init_weights_and_state(self, input_signature):
     del input_signature
-    dtype = jnp.bfloat16 if self._use_bfloat16 else jnp.float32
+    dtype = _dtypes.BFLOAT16 if self._use_bfloat16 else jnp.float32
     self.weights = self._kernel_initializer(
         (self._vocab_size, self._d_feature), self.rng).astype(dtype)
 
@@ -104,28 +123,57 @@ class Embedding(base.Layer):
 class Dropout(base.Layer):
   """Zeroes a `rate` fraction of entries in train mode and rescales the rest.
 
+  In 'train' mode each entry is kept with probability 1 - rate and scaled by
+  1 / (1 - rate), so the expected output equals the input; other modes are
+  the identity. As in Trax, the state holds the rate (a float32 scalar); a
+  state dict `{layer.name: rate}` overrides the rate at run time.
+
   Args:
-    rate: probability of dropping each entry.
-    shared_axes: axes along which one mask value is shared.
-    mode: 'train' drops; 'eval' and 'predict' are the identity.
+    rate: probability of dropping each entry, in [0, 1).
+    shared_axes: axes along which one mask value is shared (the mask has
+      size 1 there and is broadcast).
+    mode: 'train' drops; 'eval' and 'predict' pass inputs through.
+
+  Example:
+    >>> layer = Dropout(rate=0.5)
+    >>> _ = layer.init(shapes.ShapeDtype((4,)))
+    >>> y = layer(jnp.ones((4,), dtype=jnp.float32)).numpy()
+    >>> sorted(set(y.tolist()) - {0.0})  # Kept entries are scaled by 2.
+    [2.0]
   """
 
   def __init__(self, rate=0.0, shared_axes=None, mode='train'):
     super().__init__(name='Dropout')
     if not 0.0 <= rate < 1.0:
       raise ValueError(f'Dropout: rate must be in [0, 1), got {rate}.')
-    self._rate = rate
-    self._shared_axes = tuple(shared_axes or ())
+    self._initial_rate = rate
+    self._shared_axes = [] if shared_axes is None else list(shared_axes)
     self._mode = mode
 
+  def init_weights_and_state(self, input_signature):
+    del input_signature
+    self.state = jnp.asarray(self._initial_rate, dtype=jnp.float32)
+
   def forward(self, x):
-    if self._mode != 'train' or self._rate == 0.0:
+    if self._mode != 'train':
+      return x
+    rate = self._initial_rate
+    if isinstance(self.state, dict) and self.name in self.state:
+      rate = self.state[self.name]
+    elif rate == 0.0:
       return x
     shape = list(x.shape)
-    for a in self._shared_axes:
-      shape[a] = 1
-    keep = fastmath.random.bernoulli(self.rng, 1.0 - self._rate, tuple(shape))
-    return jnp.where(keep, x / (1.0 - self._rate), jnp.zeros_like(x))
+    for axis in self._shared_axes:
+      if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f'{self.name}: shared axis {axis} is out of range '
+                         f'for an input of shape {tuple(x.shape)}.')
+      shape[axis] = 1
+    keep_prob = 1.0 - rate
+    keep = fastmath.random.bernoulli(self.rng, keep_prob, tuple(shape))
+    # The mask is built in float32 so a Python-float scale does not promote
+    # bfloat16 inputs.
+    mask = (keep.astype(jnp.float32) / keep_prob).astype(x.dtype)
+    return x * mask
 
 
 def Flatten(n_axes_to_keep=1):  # pylint: disable=invalid-name
@@ -140,24 +188,29 @@ def Flatten(n_axes_to_keep=1):  # pylint: disable=invalid-name
                        f'less than the input rank {x.ndim} (shape '
                        f'{tuple(x.shape)}).')
     return jnp.reshape(x, tuple(x.shape[:n_axes_to_keep]) + (-1,))
-  return base.Fn('Flatten', flatten)
+  return base.Fn(f'Flatten_keep{n_axes_to_keep}', flatten)
+
+
+def log_softmax(x, axis=-1):  # pylint: disable=invalid-name
+  """x - logsumexp(x): log-probabilities along `axis`, computed stably."""
+  return x - fastmath.logsumexp(x, axis=axis, keepdims=True)
 
 
 def LogSoftmax(axis=-1):  # pylint: disable=invalid-name
   """log(softmax(x)) along `axis`, computed stably."""
-  return base.Fn('LogSoftmax',
-                 lambda x: x - fastmath.logsumexp(x, axis=axis, keepdims=True))
+  return base.Fn('LogSoftmax', lambda x: log_softmax(x, axis=axis))
 
 
 def Softmax(axis=-1):  # pylint: disable=invalid-name
   """softmax(x) along `axis`."""
-  return base.Fn('Softmax', lambda x: jnp.exp(
-      x - fastmath.logsumexp(x, axis=axis, keepdims=True)))
+  return base.Fn('Softmax', _dtypes.dtype_preserving(
+      lambda x: jnp.exp(log_softmax(x, axis=axis))))
 
 
 def LogSumExp(axis=-1):  # pylint: disable=invalid-name
-  """log(sum(exp(x))) along `axis`."""
-  return base.Fn('LogSumExp', lambda x: fastmath.logsumexp(x, axis=axis))
+  """log(sum(exp(x))) along `axis`, kept as a size-1 axis (as in Trax)."""
+  return base.Fn('LogSumExp',
+                 lambda x: fastmath.logsumexp(x, axis=axis, keepdims=True))
 
 
 def Mean(axis=-1, keepdims=False):  # pylint: disable=invalid-name
