@@ -22,6 +22,12 @@ def _enable_once():
 
 _enable_once()
 
+# Trax code writes `jnp.bfloat16`; tf.experimental.numpy lacks the name, so
+# add TensorFlow's NumPy-side bfloat16 type to the module (a global, additive
+# change: no existing name is altered).
+if not hasattr(_tnp, 'bfloat16'):
+  _tnp.bfloat16 = tf.bfloat16.as_numpy_dtype
+
 numpy = _tnp
 
 __all__ = ['numpy', 'tf']

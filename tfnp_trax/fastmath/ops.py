@@ -86,7 +86,12 @@ def dynamic_slice(x, start_indices, slice_sizes):
   """Slice of `slice_sizes` at traced `start_indices` (clamped as in XLA)."""
   x = tf.convert_to_tensor(x)
   starts = _clamped_starts(x, start_indices, slice_sizes)
-  return tf.slice(x, starts, slice_sizes)
+  # Gathers, not tf.slice: XLA recompiles tf.slice for every traced begin
+  # value, while a gather takes traced indices in one compiled program.
+  for axis, size in enumerate(slice_sizes):
+    if x.shape[axis] is None or size != x.shape[axis]:
+      x = tf.gather(x, starts[axis] + tf.range(size), axis=axis)
+  return x
 
 
 def dynamic_update_slice(x, update, start_indices):

@@ -35,8 +35,12 @@ def get_prng(seed):
   """Returns a key for integer `seed`, as `jax.random.PRNGKey` does."""
   if isinstance(seed, (int, onp.integer)):
     seed = int(seed)
-    return tf.constant([(seed >> 32) & 0x7FFFFFFF, seed & 0x7FFFFFFF],
-                       dtype=tf.int32)
+    # A key from a Python int is a constant: make it eagerly even inside a
+    # trace, so objects that keep it (a layer's default rng) never hold a
+    # tensor of a finished graph.
+    with tf.init_scope():
+      return tf.constant([(seed >> 32) & 0x7FFFFFFF, seed & 0x7FFFFFFF],
+                         dtype=tf.int32)
   seed = tf.cast(seed, tf.int32)
   return tf.stack([tf.zeros_like(seed), seed])
 
@@ -109,24 +113,27 @@ def categorical(key, logits, axis=-1, shape=None):
     key: an int32 [2] key.
     logits: float tensor; categories along `axis`.
     axis: the category axis (only -1 or the last axis is supported).
-    shape: optional result shape; defaults to logits' batch shape.
+    shape: optional result shape, which logits' batch shape must broadcast
+      to (as in JAX); each position gets its own independent sample.
 
   Returns:
-    int32 indices with logits' shape minus the category axis.
+    int32 indices with logits' shape minus the category axis, or `shape`.
   """
   key = check_key(key, 'categorical')
   logits = tf.convert_to_tensor(logits)
   rank = logits.shape.rank
   if axis not in (-1, rank - 1):
     logits = tf.experimental.numpy.moveaxis(logits, axis, -1)
+  if shape is not None:
+    # Broadcast the logits, not the samples: broadcasting samples would
+    # repeat one draw instead of drawing independently.
+    logits = tf.broadcast_to(
+        logits, tf.concat([_shape(shape), tf.shape(logits)[-1:]], axis=0))
   batch_shape = tf.shape(logits)[:-1]
   flat = tf.reshape(tf.cast(logits, tf.float32), [-1, tf.shape(logits)[-1]])
   samples = tf.random.stateless_categorical(flat, 1, seed=key,
                                             dtype=tf.int32)
-  samples = tf.reshape(samples, batch_shape)
-  if shape is not None:
-    samples = tf.broadcast_to(samples, _shape(shape))
-  return samples
+  return tf.reshape(samples, batch_shape)
 
 
 def permutation(key, n):

@@ -16,33 +16,54 @@ def nested_map(f, obj, level=0, ignore_nones=True):
   """Maps `f` over the leaves of a nested structure.
 
   Args:
-    f: function applied to each leaf.
+    f: function applied to each leaf (or each sub-structure at `level`).
     obj: a leaf, or a list/tuple/dict of nested structures.
-    level: apply `f` to sub-structures this many levels above the leaves.
-    ignore_nones: if True, None leaves are returned unchanged.
+    level: counted from the leaves: 0 maps leaves; 1 maps the innermost
+      structures whose items are all leaves; n maps non-empty structures
+      whose items are all at level n - 1. Empty containers are kept as is.
+    ignore_nones: if True, None leaves (and level-n structures made only of
+      Nones) are returned as None without calling `f`.
 
   Returns:
     A structure of the same shape with `f` applied.
+
+  Raises:
+    ValueError: if `level > 0` and a leaf sits above that level.
   """
-  if obj is None and ignore_nones:
-    return None
-  if level > 0 and _depth(obj) == level:
+  if _is_at_level(obj, level):
+    if ignore_nones and _all_nones(obj):
+      return None
     return f(obj)
+  if _is_leaf(obj):
+    raise ValueError(f'nested_map: leaf {obj!r} sits above level {level}; '
+                     f'every branch must be at least {level} deep.')
   if _is_namedtuple(obj):
     return type(obj)(*[nested_map(f, y, level, ignore_nones) for y in obj])
   if isinstance(obj, (list, tuple)):
     return type(obj)(nested_map(f, y, level, ignore_nones) for y in obj)
-  if isinstance(obj, dict):
-    return {k: nested_map(f, v, level, ignore_nones) for k, v in obj.items()}
-  return f(obj)
+  return {k: nested_map(f, v, level, ignore_nones) for k, v in obj.items()}
 
 
-def _depth(obj):
-  if isinstance(obj, (list, tuple)):
-    return 1 + max([_depth(y) for y in obj] or [0])
-  if isinstance(obj, dict):
-    return 1 + max([_depth(y) for y in obj.values()] or [0])
-  return 0
+def _is_leaf(obj):
+  return not isinstance(obj, (list, tuple, dict))
+
+
+def _children(obj):
+  return list(obj.values()) if isinstance(obj, dict) else list(obj)
+
+
+def _is_at_level(obj, level):
+  if level == 0 or _is_leaf(obj):
+    return level == 0 and _is_leaf(obj)
+  children = _children(obj)
+  return bool(children) and all(_is_at_level(c, level - 1) for c in children)
+
+
+def _all_nones(obj):
+  if _is_leaf(obj):
+    return obj is None
+  children = _children(obj)
+  return bool(children) and all(_all_nones(c) for c in children)
 
 
 def nested_map_multiarg(f, *objs, ignore_nones=True):

@@ -512,7 +512,11 @@ def Fn(name, f, n_out=1):  # pylint: disable=invalid-name
     if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
       raise ValueError(f'Fn {name}: the function may not take *args or '
                        f'**kwargs; give it explicit positional arguments.')
-  n_in = sum(1 for p in params.values() if p.default is p.empty)
+    if p.kind == p.KEYWORD_ONLY and p.default is p.empty:
+      raise ValueError(f'Fn {name}: keyword-only argument {p.name!r} needs a '
+                       f'default; inputs are passed positionally.')
+  n_in = sum(1 for p in params.values()
+             if p.default is p.empty and p.kind != p.KEYWORD_ONLY)
   if n_in == 1:
     forward = f
   else:

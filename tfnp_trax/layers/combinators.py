@@ -1,6 +1,5 @@
 """Combinators: layers built from other layers, wired by the data stack."""
 
-from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.fastmath import random as frandom
 from tfnp_trax.layers import _stack
@@ -29,21 +28,13 @@ class Serial(base.Layer):
 
   def __init__(self, *sublayers, name=None, sublayers_to_print=None):
     layers = _stack.ensure_flat(sublayers)
-    n_in, n_out = _stack.n_inputs_n_outputs(layers)
+    # With no sublayers Serial is the identity on one input, as in Trax.
+    n_in, n_out = _stack.n_inputs_n_outputs(layers) if layers else (1, 1)
     super().__init__(n_in=n_in, n_out=n_out, name=name,
                      sublayers_to_print=sublayers_to_print)
     self._sublayers = tuple(layers)
 
-  def _check_inputs(self, xs):
-    size = _stack.stack_size(xs)
-    if self.n_in > 1 and size < self.n_in:
-      raise ValueError(
-          f'{self.name}: expects {self.n_in} inputs (a tuple of {self.n_in} '
-          f'arrays) but got {size}: {shapes.signature(xs) if size else xs}. '
-          f'Pass the inputs as a tuple, e.g. model((x1, x2)).')
-
   def forward(self, xs):
-    self._check_inputs(xs)
     stack = xs
     new_state = []
     rngs = _split_rngs(self.rng, len(self._sublayers))
@@ -58,7 +49,6 @@ class Serial(base.Layer):
     return stack
 
   def init_weights_and_state(self, input_signature):
-    self._check_inputs(input_signature)
     weights, states = [], []
     stack = input_signature
     for layer in self._sublayers:
@@ -122,9 +112,13 @@ class Parallel(base.Layer):
 def Branch(*layers, name='Branch'):  # pylint: disable=invalid-name
   """Runs each layer on copies of the same inputs; stacks all outputs.
 
-  `None` stands for the identity on the first input.
+  `None` stands for the identity on the first input. A single layer is
+  returned as is.
   """
   layers = [Select([0]) if l is None else l for l in layers]
+  if len(layers) == 1:
+    layer = layers[0]
+    return Serial(layer) if isinstance(layer, (list, tuple)) else layer
   parallel_layers = []
   indices = []
   for layer in layers:
@@ -137,7 +131,8 @@ def Branch(*layers, name='Branch'):  # pylint: disable=invalid-name
 
 def Residual(*layers, shortcut=None):  # pylint: disable=invalid-name
   """Adds the output of `layers` to `shortcut` (identity by default)."""
-  body = Serial(*layers)
+  layers = _stack.ensure_flat(layers)
+  body = layers[0] if len(layers) == 1 else Serial(*layers)
   return Serial(Branch(shortcut, body), Add(), name='Residual',
                 sublayers_to_print=[body] if shortcut is None else
                 [body, shortcut])
@@ -177,22 +172,25 @@ def Swap():  # pylint: disable=invalid-name
   return base.Fn('Swap', lambda x0, x1: (x1, x0), n_out=2)
 
 
-def _same_shape(name, x0, x1):
-  if tuple(x0.shape) != tuple(x1.shape):
-    raise ValueError(f'{name}: inputs must have the same shape, got '
-                     f'{tuple(x0.shape)} and {tuple(x1.shape)}. Broadcasting '
-                     f'is not done implicitly; reshape one input first.')
+def _broadcastable(name, x0, x1):
+  s0 = tuple(getattr(x0, 'shape', ()))
+  s1 = tuple(getattr(x1, 'shape', ()))
+  for d0, d1 in zip(reversed(s0), reversed(s1)):
+    if d0 is not None and d1 is not None and 1 not in (d0, d1) and d0 != d1:
+      raise ValueError(f'{name}: input shapes {s0} and {s1} do not '
+                       f'broadcast together (NumPy rules: trailing axes must '
+                       f'be equal or 1). Reshape one input first.')
 
 
 def _binary(name, op):
   def f(x0, x1):
-    _same_shape(name, x0, x1)
+    _broadcastable(name, x0, x1)
     return op(x0, x1)
   return base.Fn(name, f)
 
 
 def Add():  # pylint: disable=invalid-name
-  """Adds the two top stack items (same shapes)."""
+  """Adds the two top stack items (NumPy broadcasting applies)."""
   return _binary('Add', lambda a, b: a + b)
 
 
@@ -202,7 +200,7 @@ def SubtractTop():  # pylint: disable=invalid-name
 
 
 def Multiply():  # pylint: disable=invalid-name
-  """Multiplies the two top stack items element-wise (same shapes)."""
+  """Multiplies the two top stack items element-wise (broadcasting)."""
   return _binary('Multiply', lambda a, b: a * b)
 
 

@@ -351,18 +351,28 @@ class Cache(base.Layer):
   def __init__(self, layer):
     super().__init__(n_in=layer.n_in, n_out=layer.n_out, name='Cache')
     self._sublayers = (layer,)
-    self._cache = ((), ())
 
+  # The cache lives in `_state`, next to the sublayer's marker slot, so it is
+  # per call (and per replica thread) like every other layer value.
   @property
   def state(self):
-    return (super().state[0],) + tuple(self._cache)
+    mark, cached, full = (self._state if len(self._state) == 3 else
+                          (None, (), ()))
+    layer_state = (mark if base.is_cache_marker(mark) else
+                   self._sublayers[0].state)
+    return layer_state, cached, full
 
   @state.setter
   def state(self, state):
     if base.is_cache_marker(state):
       return
-    base.Layer.state.fset(self, (state[0],))
-    self._cache = tuple(state[1:])
+    layer_state, cached, full = state
+    if base.is_cache_marker(layer_state):
+      mark = layer_state
+    else:
+      mark = None
+      self._sublayers[0].state = layer_state
+    self._state = (mark, cached, full)
 
   def forward(self, x):
     layer = self._sublayers[0]

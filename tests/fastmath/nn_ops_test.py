@@ -1,0 +1,156 @@
+"""Tests for fastmath.conv and the pooling ops against NumPy loops."""
+
+import numpy as np
+import pytest
+
+from tests import _modes
+from tfnp_trax import fastmath
+
+
+def _x(*shape, seed=0):
+  return np.random.default_rng(seed).normal(size=shape).astype(np.float32)
+
+
+def _pads(spatial, window, strides, dilation, padding):
+  """(low, high) pads per spatial axis, with XLA's SAME rule."""
+  if not isinstance(padding, str):
+    return [tuple(p) for p in padding]
+  pads = []
+  for size, k, s, d in zip(spatial, window, strides, dilation):
+    eff = (k - 1) * d + 1
+    if padding == 'VALID':
+      pads.append((0, 0))
+      continue
+    out = -(-size // s)
+    total = max((out - 1) * s + eff - size, 0)
+    pads.append((total // 2, total - total // 2))
+  return pads
+
+
+def _windows(x, window, strides, dilation, pads, fill):
+  """Yields (out_index, patch[N, *window, C]) over all output positions."""
+  xp = np.pad(x, [(0, 0)] + pads + [(0, 0)], constant_values=fill)
+  out_shape = [(xp.shape[i + 1] - ((k - 1) * d + 1)) // s + 1
+               for i, (k, s, d) in enumerate(zip(window, strides, dilation))]
+  for pos in np.ndindex(*out_shape):
+    sl = tuple(slice(p * s, p * s + (k - 1) * d + 1, d)
+               for p, k, s, d in zip(pos, window, strides, dilation))
+    yield pos, out_shape, xp[(slice(None),) + sl]
+
+
+def np_conv(x, kernel, strides, padding, dilation=None, groups=1):
+  """Channels-last N-d convolution in float64 with explicit loops."""
+  x, kernel = np.asarray(x, np.float64), np.asarray(kernel, np.float64)
+  window = kernel.shape[:-2]
+  dilation = dilation or (1,) * len(window)
+  pads = _pads(x.shape[1:-1], window, strides, dilation, padding)
+  out = None
+  c_in, c_out = x.shape[-1] // groups, kernel.shape[-1] // groups
+  for pos, out_shape, patch in _windows(x, window, strides, dilation, pads, 0):
+    if out is None:
+      out = np.zeros([x.shape[0]] + out_shape + [kernel.shape[-1]])
+    for g in range(groups):
+      p = patch[..., g * c_in:(g + 1) * c_in].reshape(x.shape[0], -1)
+      k = kernel[..., g * c_out:(g + 1) * c_out].reshape(-1, c_out)
+      out[(slice(None),) + pos + (slice(g * c_out, (g + 1) * c_out),)] = p @ k
+  return out
+
+
+CONV_CASES = [
+    # (x shape, kernel shape, strides, padding, dilation, groups)
+    ((2, 5, 6, 3), (3, 2, 3, 4), (1, 1), 'VALID', None, 1),
+    ((2, 5, 6, 3), (3, 2, 3, 4), (1, 1), 'SAME', None, 1),
+    ((1, 7, 6, 2), (3, 3, 2, 3), (2, 1), 'SAME', None, 1),
+    ((1, 7, 6, 2), (2, 3, 2, 3), (2, 3), 'VALID', None, 1),
+    ((1, 7, 7, 2), (3, 2, 2, 3), (1, 1), 'SAME', (2, 1), 1),
+    ((1, 7, 7, 2), (2, 2, 2, 3), (1, 1), 'VALID', (2, 3), 1),
+    ((1, 9, 8, 2), (3, 2, 2, 3), (2, 3), 'SAME', (2, 2), 1),
+    ((1, 9, 8, 2), (2, 2, 2, 3), (2, 1), 'VALID', (3, 2), 1),
+    ((1, 6, 5, 2), (3, 3, 2, 2), (1, 1), [(1, 0), (2, 1)], None, 1),
+    ((2, 5, 5, 4), (3, 3, 2, 6), (1, 1), 'SAME', None, 2),
+    ((2, 9, 3), (3, 3, 5), (2,), 'SAME', None, 1),
+    ((2, 9, 3), (2, 3, 5), (1,), 'VALID', (3,), 1),
+]
+
+
+@pytest.mark.parametrize('case', CONV_CASES,
+                         ids=[f'conv{i}' for i in range(len(CONV_CASES))])
+def test_conv_matches_numpy(case):
+  xs, ks, strides, padding, dilation, groups = case
+  x, k = _x(*xs), _x(*ks, seed=1)
+  got = fastmath.conv(x, k, strides, padding, dilation, groups=groups)
+  want = np_conv(x, k, strides, padding, dilation, groups)
+  assert tuple(got.shape) == want.shape
+  np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize('mode', ['jit', 'xla'])
+def test_conv_compiled(mode):
+  x, k = _x(2, 6, 5, 3), _x(3, 3, 3, 2, seed=1)
+  got = _modes.compile_fn(
+      lambda a, b: fastmath.conv(a, b, (2, 1), 'SAME', (1, 1)), mode)(x, k)
+  np.testing.assert_allclose(got, np_conv(x, k, (2, 1), 'SAME'), rtol=1e-4,
+                             atol=1e-5)
+
+
+def test_conv_bad_padding():
+  with pytest.raises(ValueError, match=r"padding must be 'SAME', 'VALID' or "
+                     r"explicit pairs, got 'FULL'"):
+    fastmath.conv(_x(1, 4, 4, 1), _x(2, 2, 1, 1), (1, 1), 'FULL')
+
+
+def np_pool(x, window, strides, padding, kind):
+  x = np.asarray(x, np.float64)
+  ones = (1,) * len(window)
+  strides = strides or ones  # Trax's default: windows move by one step.
+  pads = _pads(x.shape[1:-1], window, strides, ones, padding)
+  fill = -np.inf if kind == 'max' else 0.
+  valid = np.ones(x.shape[:-1] + (1,))
+  counts = [p for _, _, p in _windows(valid, window, strides, ones, pads, 0)]
+  out = []
+  for i, (_, out_shape, patch) in enumerate(
+      _windows(x, window, strides, ones, pads, fill)):
+    axes = tuple(range(1, 1 + len(window)))
+    if kind == 'max':
+      out.append(patch.max(axis=axes))
+    elif kind == 'sum':
+      out.append(patch.sum(axis=axes))
+    else:  # Average over the cells inside the input only.
+      out.append(patch.sum(axis=axes) / counts[i].sum(axis=axes))
+  return np.stack(out, 1).reshape([x.shape[0]] + out_shape + [x.shape[-1]])
+
+
+POOL_CASES = [
+    # (x shape, window, strides, padding)
+    ((2, 6, 6, 3), (2, 2), None, 'VALID'),
+    ((2, 5, 7, 3), (3, 2), (1, 1), 'SAME'),
+    ((1, 7, 6, 2), (3, 3), (2, 2), 'SAME'),
+    ((1, 7, 6, 2), (2, 3), (2, 1), 'VALID'),
+    ((2, 9, 3), (3,), (2,), 'SAME'),
+    ((2, 9, 3), (2,), None, 'VALID'),
+]
+
+
+@pytest.mark.parametrize('kind', ['max', 'avg', 'sum'])
+@pytest.mark.parametrize('case', POOL_CASES,
+                         ids=[f'pool{i}' for i in range(len(POOL_CASES))])
+def test_pools_match_numpy(kind, case):
+  xs, window, strides, padding = case
+  x = _x(*xs)
+  fn = {'max': fastmath.max_pool, 'avg': fastmath.avg_pool,
+        'sum': fastmath.sum_pool}[kind]
+  got = fn(x, window, strides, padding)
+  want = np_pool(x, window, strides, padding, kind)
+  assert tuple(got.shape) == want.shape
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('mode', ['jit', 'xla'])
+@pytest.mark.parametrize('kind', ['max', 'avg', 'sum'])
+def test_pools_compiled(mode, kind):
+  x = _x(2, 5, 6, 2)
+  fn = {'max': fastmath.max_pool, 'avg': fastmath.avg_pool,
+        'sum': fastmath.sum_pool}[kind]
+  got = _modes.compile_fn(lambda a: fn(a, (2, 3), (1, 2), 'SAME'), mode)(x)
+  np.testing.assert_allclose(got, np_pool(x, (2, 3), (1, 2), 'SAME', kind),
+                             rtol=1e-5, atol=1e-5)
