@@ -1,0 +1,57 @@
+"""`tfnp-trax train` end to end, in subprocesses."""
+
+import os
+import re
+import subprocess
+import sys
+
+from tests import _subprocess
+
+
+def _train(*flags, timeout=300):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  return subprocess.run([sys.executable, '-m', 'tfnp_trax.cli', 'train',
+                         *flags], capture_output=True, text=True,
+                        timeout=timeout, env=env, cwd=_subprocess.REPO,
+                        check=False)
+
+
+def test_digits_mlp_reaches_95_percent(tmp_path):
+  out = _train('--task', 'digits', '--model', 'mlp', '--output_dir',
+               str(tmp_path))
+  assert out.returncode == 0, out.stderr[-3000:]
+  accuracy = float(re.search(r'Eval: accuracy ([0-9.]+)', out.stdout)[1])
+  assert accuracy >= 0.95, out.stdout[-2000:]
+  assert os.path.isdir(tmp_path / 'checkpoints' / 'ckpt-600')
+
+
+def test_pylm_short_run_reports_bits_per_char_and_samples(tmp_path):
+  out = _train('--steps', '40', '--eval_every', '20', '--d_model', '32',
+               '--n_layers', '1', '--seq_len', '32', '--sample_length', '20',
+               '--output_dir', str(tmp_path))
+  assert out.returncode == 0, out.stderr[-3000:]
+  match = re.search(r'Eval: ([0-9.]+) bits/char \(unigram baseline '
+                    r'([0-9.]+) bits/char\)', out.stdout)
+  assert match, out.stdout[-2000:]
+  assert 0 < float(match[1]) < 8.0
+  assert 'Sample:' in out.stdout
+  # A second run resumes, and with nothing left to do, finishes at once.
+  again = _train('--steps', '40', '--d_model', '32', '--n_layers', '1',
+                 '--seq_len', '32', '--sample_length', '0', '--output_dir',
+                 str(tmp_path))
+  assert 'Resumed from' in again.stdout and 'at step 40' in again.stdout
+
+
+def test_noresume_refuses_to_overwrite(tmp_path):
+  (tmp_path / 'checkpoints' / 'ckpt-1').mkdir(parents=True)
+  out = _train('--task', 'digits', '--model', 'mlp', '--noresume',
+               '--output_dir', str(tmp_path))
+  assert out.returncode == 2
+  assert 'already holds checkpoints and --noresume was given' in out.stderr
+
+
+def test_model_and_task_mismatch_is_a_clear_error(tmp_path):
+  out = _train('--task', 'pylm', '--model', 'mlp', '--output_dir',
+               str(tmp_path))
+  assert out.returncode != 0
+  assert '--model mlp needs --task digits, got --task pylm' in out.stderr
