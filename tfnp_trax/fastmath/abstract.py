@@ -6,7 +6,7 @@ import tensorflow as tf
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import trees
 
-__all__ = ['abstract_eval']
+__all__ = ['abstract_eval', 'shape_eval']
 
 
 def _to_spec(x):
@@ -51,4 +51,49 @@ def abstract_eval(f):
 
     tf.function(flat_fn, autograph=False).get_concrete_function(*flat_specs)
     return trees.nested_map(_to_shape_dtype, holder['out'])
+  return wrapped
+
+
+def _size(sig):
+  n = 1
+  for d in sig.shape:
+    if d is None:
+      return None
+    n *= d
+  return n
+
+
+def shape_eval(f, max_concrete_elements=1 << 21):
+  """Like `abstract_eval`, but small inputs are run eagerly on zeros.
+
+  Tracing a graph costs tens of milliseconds however small the computation;
+  running it eagerly on zero-filled inputs of a few hundred thousand
+  elements costs far less. Arguments that are concrete arrays (e.g. weights)
+  are passed as they are. Inside a graph, or for large or partly unknown
+  shapes, this falls back to tracing.
+
+  Args:
+    f: the function to evaluate.
+    max_concrete_elements: largest total size of the ShapeDtype arguments
+      that are materialised as zeros.
+
+  Returns:
+    A function from arguments to output ShapeDtypes.
+  """
+  traced = abstract_eval(f)
+
+  def wrapped(*args):
+    sigs = [x for x in trees.tree_flatten(args)
+            if isinstance(x, (shapes.ShapeDtype, tf.TensorSpec))]
+    sizes = [_size(s) for s in sigs]
+    if (not tf.executing_eagerly() or None in sizes or
+        sum(sizes) > max_concrete_elements):
+      return traced(*args)
+
+    def zeros(x):
+      if isinstance(x, (shapes.ShapeDtype, tf.TensorSpec)):
+        return tf.zeros(x.shape, x.dtype)
+      return x
+    out = f(*trees.nested_map(zeros, args))
+    return trees.nested_map(_to_shape_dtype, out)
   return wrapped

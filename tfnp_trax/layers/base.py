@@ -129,6 +129,7 @@ class Layer:
   constructor's caller through `self._sublayers`.
   """
 
+  _signature_cache = None  # (input_signature, output_signature) from init.
   _weights = _PerCallSlot('_weights')
   _state = _PerCallSlot('_state')
   _rng = _PerCallSlot('_rng')
@@ -405,14 +406,20 @@ class Layer:
     return self._forward_abstract(input_signature)[0]
 
   def _forward_abstract(self, input_signature):
-    """Traces `pure_fn` on signatures; returns output and state signatures."""
+    """Output and state signatures of `pure_fn` for `input_signature`.
+
+    A combinator that already propagated signatures through its sublayers
+    during `init` answers from that; otherwise the layer is evaluated on
+    zeros (small inputs) or traced.
+    """
+    cache = self._signature_cache
+    if cache is not None and _same_signature(cache[0], input_signature):
+      return cache[1], None
     old_weights, old_state = self.weights, self.state
-    weights = _signatures_of(old_weights)
-    state = _signatures_of(old_state)
     try:
-      return abstract.abstract_eval(
+      return abstract.shape_eval(
           lambda x, w, s, r: self.pure_fn(x, w, s, r, use_cache=True))(
-              input_signature, weights, state,
+              input_signature, old_weights, old_state,
               shapes.ShapeDtype((2,), 'int32'))
     except LayerError:
       raise
@@ -448,6 +455,13 @@ class Layer:
     output, new_state = transforms.custom_grad(f_vjp, run_forward)(
         x, self.weights)
     return output, new_state
+
+
+def _same_signature(a, b):
+  try:
+    return shapes.signature(a) == shapes.signature(b)
+  except Exception:  # pylint: disable=broad-except
+    return False
 
 
 def _signatures_of(tree):

@@ -61,6 +61,8 @@ class Serial(base.Layer):
       states.append(s)
     self.state = tuple(states)
     self.weights = tuple(weights)
+    # The signatures just propagated answer later output_signature calls.
+    self._signature_cache = (input_signature, stack)
 
 
 class Parallel(base.Layer):

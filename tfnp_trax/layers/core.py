@@ -187,7 +187,17 @@ def Flatten(n_axes_to_keep=1):  # pylint: disable=invalid-name
       raise ValueError(f'Flatten: n_axes_to_keep ({n_axes_to_keep}) must be '
                        f'less than the input rank {x.ndim} (shape '
                        f'{tuple(x.shape)}).')
-    return jnp.reshape(x, tuple(x.shape[:n_axes_to_keep]) + (-1,))
+    keep = tuple(x.shape[:n_axes_to_keep])
+    rest = tuple(x.shape[n_axes_to_keep:])
+    if keep.count(None) == 1 and None not in rest:
+      # One unknown kept size (the batch, in a Keras or SavedModel graph):
+      # reshape infers it, given the known size of the flattened part.
+      size = 1
+      for d in rest:
+        size *= d
+      return jnp.reshape(x, tuple(-1 if d is None else d for d in keep) +
+                         (size,))
+    return jnp.reshape(x, keep + (-1,))
   return base.Fn(f'Flatten_keep{n_axes_to_keep}', flatten)
 
 

@@ -12,8 +12,11 @@ from tfnp_trax.models import _transformer_blocks as blocks
 __all__ = ['TransformerEncoder', 'TransformerDecoder', 'TransformerLM',
            'Transformer']
 
+# Layer constructors are CamelCase functions, as in Trax.
+# pylint: disable=invalid-name
 
-def TransformerEncoder(vocab_size, n_classes=10, d_model=512, d_ff=2048,  # pylint: disable=invalid-name
+
+def TransformerEncoder(vocab_size, n_classes=10, d_model=512, d_ff=2048,
                        n_layers=6, n_heads=8, max_len=2048, dropout=0.1,
                        dropout_shared_axes=None, mode='train',
                        ff_activation=tl.Relu):
@@ -54,7 +57,7 @@ def TransformerEncoder(vocab_size, n_classes=10, d_model=512, d_ff=2048,  # pyli
       name='TransformerEncoder')
 
 
-def TransformerDecoder(vocab_size=None, d_model=512, d_ff=2048, n_layers=6,  # pylint: disable=invalid-name
+def TransformerDecoder(vocab_size=None, d_model=512, d_ff=2048, n_layers=6,
                        n_heads=8, max_len=2048, dropout=0.1,
                        dropout_shared_axes=None, mode='train',
                        ff_activation=tl.Relu):
@@ -92,7 +95,7 @@ def TransformerDecoder(vocab_size=None, d_model=512, d_ff=2048, n_layers=6,  # p
       name='TransformerDecoder')
 
 
-def TransformerLM(vocab_size, d_model=512, d_ff=2048, n_layers=6, n_heads=8,  # pylint: disable=invalid-name
+def TransformerLM(vocab_size, d_model=512, d_ff=2048, n_layers=6, n_heads=8,
                   max_len=2048, dropout=0.1, dropout_shared_axes=None,
                   mode='train', ff_activation=tl.Relu):
   """Language model: token ids (batch, length) -> logits (..., vocab_size).
@@ -135,7 +138,7 @@ def TransformerLM(vocab_size, d_model=512, d_ff=2048, n_layers=6, n_heads=8,  # 
       name='TransformerLM')
 
 
-def Transformer(input_vocab_size, output_vocab_size=None, d_model=512,  # pylint: disable=invalid-name
+def Transformer(input_vocab_size, output_vocab_size=None, d_model=512,
                 d_ff=2048, n_encoder_layers=6, n_decoder_layers=6, n_heads=8,
                 max_len=2048, dropout=0.1, dropout_shared_axes=None,
                 mode='train', ff_activation=tl.Relu):

@@ -17,8 +17,8 @@ from tfnp_trax.fastmath import numpy as jnp
 
 __all__ = ['autoregressive_sample_stream', 'autoregressive_sample']
 
-# One step function per (model, temperature, accelerate); kept while the
-# model lives, so repeated sampling does not retrace.
+# Step functions per model and (temperature, accelerate, eval_mode); kept
+# while the model lives, so repeated sampling does not retrace.
 _STEP_FNS = weakref.WeakKeyDictionary()
 
 
@@ -27,15 +27,19 @@ def _structure(tree):
   return fastmath.nested_map(lambda _: 0, tree)
 
 
-def _make_step(model, temperature, accelerate):
-  """`(x, rng, index, flat_weights, flat_state) -> (sample, flat_state)`.
+def _make_step(model, temperature, accelerate, eval_mode):
+  """`(x, rng, index, flat_weights, flat_state) -> (sample, state, rng)`.
 
   Weights and state cross the compiled boundary as flat lists: the nested
   trees (with an empty tuple per weightless layer) cost more to match
-  against the trace than the step itself costs to run on small models.
+  against the trace than the step itself costs to run on small models. The
+  cached step has one input shape, so it is compiled once with XLA, which
+  fuses the many small per-token ops; eval-mode steps see a new padded
+  length every few tokens and use plain graph compilation, which traces far
+  faster.
   """
   cache = _STEP_FNS.setdefault(model, {})
-  key = (float(temperature), bool(accelerate))
+  key = (float(temperature), bool(accelerate), bool(eval_mode))
   if key in cache:
     return cache[key]
   # A weak reference, so that the cache entry does not keep the model alive.
@@ -45,7 +49,7 @@ def _make_step(model, temperature, accelerate):
   def step(x, rng, index, flat_weights, flat_state):
     weights = fastmath.tree_unflatten(list(flat_weights), templates[0])[0]
     state = fastmath.tree_unflatten(list(flat_state), templates[1])[0]
-    keys = fastmath.random.split(rng, 2)
+    keys = fastmath.random.split(rng, 3)
     out, new_state = model_ref().pure_fn(x, weights, state, keys[0])
     logits = out[0] if isinstance(out, (list, tuple)) else out
     logits = jnp.take(logits, index, axis=1).astype(jnp.float32)
@@ -55,9 +59,11 @@ def _make_step(model, temperature, accelerate):
     else:
       sample = fastmath.random.categorical(keys[1],
                                            log_probs * (1.0 / temperature))
-    return sample, fastmath.tree_flatten(new_state)
+    return sample, fastmath.tree_flatten(new_state), keys[2]
 
-  cache[key] = (fastmath.jit(step) if accelerate else step), templates
+  if accelerate:
+    step = fastmath.jit(step, jit_compile=not eval_mode)
+  cache[key] = step, templates
   return cache[key]
 
 
@@ -141,8 +147,9 @@ def autoregressive_sample_stream(model, inputs=None, batch_size=1,
     batch_size: number of sequences sampled in parallel.
     temperature: softmax temperature; 0.0 takes the argmax (greedy).
     start_id: the id fed first, or an int array of shape (batch_size, 1).
-    accelerate: compile each step with `fastmath.jit` (traced once per input
-      shape, so a token-by-token stream compiles at most twice).
+    accelerate: compile each step with `fastmath.jit`, once per input shape
+      (a token-by-token stream after a prompt compiles twice); the cached
+      step is compiled with XLA.
     eval_mode: recompute the whole prefix each step with a non-'predict'
       model (slow; for models without a cache).
     eval_min_length: in eval mode, the shortest padded length.
@@ -176,39 +183,38 @@ def autoregressive_sample_stream(model, inputs=None, batch_size=1,
   if eval_mode:
     symbols = symbols[:, 1:]  # The model's ShiftRight supplies the start.
 
-  step, templates = _make_step(model, temperature, accelerate)
+  step, templates = _make_step(model, temperature, accelerate, eval_mode)
   flat_weights = fastmath.tree_flatten(model.weights)
   flat_state = fastmath.tree_flatten(model.state)
   rng = (fastmath.random.get_prng(_py_random.randint(0, 2**31 - 1))
          if rng is None else rng)
   bound = _length_limit(model, eval_mode)
-  fed = 0
+  position = bound[2] if bound else 0
+  inputs = jnp.asarray(inputs) if two_inputs else None
+  last = jnp.asarray(0, jnp.int32)  # Logits index when feeding one token.
   while True:
     if eval_mode:
       length = symbols.shape[1]
       _check_length(bound, length + 1)
       padded = _padded_length(length + 1, eval_min_length, bound)
       x = np.pad(symbols, [(0, 0), (0, padded - length)])
-      index = length
+      index = jnp.asarray(length, jnp.int32)
     else:
-      _check_length(bound, (bound[2] if bound else 0) + fed +
-                    symbols.shape[1])
-      x, index = symbols, symbols.shape[1] - 1
-      fed += symbols.shape[1]
-    keys = fastmath.random.split(rng, 2)
-    rng, step_rng = keys[0], keys[1]
-    x = (jnp.asarray(inputs), jnp.asarray(x)) if two_inputs else (
-        jnp.asarray(x))
-    sample, new_state = step(x, step_rng, jnp.asarray(index, jnp.int32),
-                             flat_weights, flat_state)
+      position += symbols.shape[1]
+      _check_length(bound, position)
+      x = symbols
+      index = (last if symbols.shape[1] == 1 else
+               jnp.asarray(symbols.shape[1] - 1, jnp.int32))
+    x = (inputs, jnp.asarray(x)) if two_inputs else jnp.asarray(x)
+    sample, new_state, rng = step(x, rng, index, flat_weights, flat_state)
     sample = np.asarray(sample).astype(np.int32)
-    if not eval_mode:
+    if eval_mode:
+      symbols = np.concatenate([symbols, sample[:, None]], axis=1)
+    else:
       # The cache now holds the prefix: feed only the new token next.
       flat_state = list(new_state)
       model.state = fastmath.tree_unflatten(flat_state, templates[1])[0]
       symbols = sample[:, None]
-    else:
-      symbols = np.concatenate([symbols, sample[:, None]], axis=1)
     yield sample
 
 
@@ -222,7 +228,9 @@ def autoregressive_sample(model, inputs=None, batch_size=1, temperature=1.0,
     >>> model = models.TransformerLM(16, d_model=8, d_ff=16, n_layers=1,
     ...                              n_heads=2, max_len=8, mode='predict')
     >>> _ = model.init(shapes.ShapeDtype((1, 1), jnp.int32))
-    >>> autoregressive_sample(model, temperature=0.0, max_length=4).shape
+    >>> tokens = autoregressive_sample(model, temperature=0.0, eos_id=-1,
+    ...                                max_length=4)  # -1: no early stop.
+    >>> tokens.shape
     (1, 4)
 
   Args:

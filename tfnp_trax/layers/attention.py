@@ -1,0 +1,196 @@
+"""Multi-head attention over masks: Attention, AttentionQKV and their parts.
+
+`Attention` maps `(activations, mask)` to `(new_activations, mask)`;
+`AttentionQKV` takes queries, keys and values from separate sources, as in
+encoder-decoder attention. Masks broadcast to (batch, heads, queries, keys)
+and mark with True (or 1) the keys that may be attended to.
+
+Modes: 'train' applies attention dropout; 'eval' and 'predict' do not;
+'viz' behaves like 'eval' and keeps the attention strengths in the state.
+"""
+
+from tfnp_trax.layers import _attention_core as core_attn
+from tfnp_trax.layers import base
+from tfnp_trax.layers import combinators as cb
+from tfnp_trax.layers import core
+from tfnp_trax.layers import flow
+
+__all__ = ['Attention', 'AttentionQKV', 'PureAttention',
+           'DotProductAttention', 'SplitIntoHeads', 'MergeHeads']
+
+# Layer constructors are CamelCase functions, as in Trax.
+# pylint: disable=invalid-name
+
+
+def Attention(d_feature, n_heads=1, dropout=0.0, mode='train'):
+  """Multi-head self-attention: `(x, mask) -> (y, mask)`.
+
+  Queries, keys and values are three Dense projections of `x`; each head
+  attends with scaled dot products over the keys that `mask` allows, and a
+  final Dense fuses the heads.
+
+  Example:
+    >>> layer = Attention(8, n_heads=2)
+    >>> x = jnp.ones((1, 3, 8), dtype=jnp.float32)
+    >>> mask = jnp.ones((1, 1, 1, 3), dtype=bool)
+    >>> _ = layer.init(shapes.signature((x, mask)))
+    >>> tuple(layer((x, mask))[0].shape)
+    (1, 3, 8)
+
+  Args:
+    d_feature: last dimension of the activations in and out.
+    n_heads: number of heads; must divide `d_feature`.
+    dropout: rate of dropout on the attention strengths ('train' mode only).
+    mode: 'train', 'eval', 'predict' or 'viz'.
+
+  Returns:
+    A layer with n_in=2, n_out=2.
+  """
+  return cb.Serial(
+      cb.Select([0, 0, 0]),
+      AttentionQKV(d_feature, n_heads=n_heads, dropout=dropout, mode=mode),
+      name='Attention')
+
+
+def AttentionQKV(d_feature, n_heads=1, dropout=0.0, mode='train',
+                 cache_KV_in_predict=False, q_sparsity=None,
+                 result_sparsity=None):
+  """Multi-head attention from separate sources: `(q, k, v, mask) -> (y, mask)`.
+
+  Args:
+    d_feature: last dimension of the activations in and out.
+    n_heads: number of heads; must divide `d_feature`.
+    dropout: rate of dropout on the attention strengths ('train' mode only).
+    mode: 'train', 'eval', 'predict' or 'viz'.
+    cache_KV_in_predict: in 'predict' mode, compute the key and value
+      projections once (on the first call) and reuse them; used when keys and
+      values come from a fixed encoder output.
+    q_sparsity: None for a Dense query projection, or 'noop' for none.
+      Factored sparse projections are not supported.
+    result_sparsity: None for a Dense output projection, or 'noop' for none.
+
+  Returns:
+    A layer with n_in=4, n_out=2.
+  """
+  core_attn.check_mode('AttentionQKV', mode)
+
+  def projection(sparsity, what):
+    if sparsity is None:
+      return core.Dense(d_feature)
+    if sparsity == 'noop':
+      return cb.Serial(name='NoOp')
+    raise NotImplementedError(
+        f'AttentionQKV: {what}={sparsity!r} is not supported; use None (a '
+        f'Dense projection) or \'noop\' (no projection).')
+
+  def kv_projection():
+    if cache_KV_in_predict and mode == 'predict':
+      return flow.Cache(core.Dense(d_feature))
+    return core.Dense(d_feature)
+
+  return cb.Serial(
+      cb.Parallel(projection(q_sparsity, 'q_sparsity'), kv_projection(),
+                  kv_projection()),
+      PureAttention(n_heads=n_heads, dropout=dropout, mode=mode),
+      projection(result_sparsity, 'result_sparsity'),
+      name='AttentionQKV')
+
+
+class PureAttention(base.Layer):
+  """`(q, k, v, mask) -> (y, mask)`: split into heads, attend, merge heads.
+
+  Has no weights; q, k and v are already projected to `d_feature`.
+  """
+
+  def __init__(self, n_heads=1, dropout=0.0, mode='train'):
+    super().__init__(n_in=4, n_out=2, name='PureAttention')
+    core_attn.check_mode(self.name, mode)
+    core_attn.check_dropout(self.name, dropout)
+    self._n_heads = n_heads
+    self._dropout = dropout
+    self._mode = mode
+
+  def forward(self, inputs):
+    q, k, v, mask = inputs
+    split = _split_into_heads_fn(self._n_heads, False, self.name)
+    qh, kh, vh = split(q), split(k), split(v)
+    core_attn.check_mask(self.name, mask,
+                         qh.shape[:-1] + (kh.shape[-2],))
+    out, strengths = core_attn.per_head_attention(
+        qh, kh, vh, mask, self._dropout, self._mode, self.rng)
+    if self._mode == 'viz':
+      self.state = strengths
+    return _merge_heads_fn(self._n_heads, False, self.name)(out), mask
+
+
+class DotProductAttention(base.Layer):
+  """`(q, k, v, mask) -> y` on arrays already split into heads."""
+
+  def __init__(self, dropout=0.0, mode='train'):
+    super().__init__(n_in=4, n_out=1, name='DotProductAttention')
+    core_attn.check_mode(self.name, mode)
+    core_attn.check_dropout(self.name, dropout)
+    self._dropout = dropout
+    self._mode = mode
+
+  def forward(self, inputs):
+    q, k, v, mask = inputs
+    if mask is not None and mask.ndim == q.ndim:
+      core_attn.check_mask(self.name, mask, q.shape[:-1] + (k.shape[-2],))
+    out, strengths = core_attn.per_head_attention(
+        q, k, v, mask, self._dropout, self._mode, self.rng)
+    if self._mode == 'viz':
+      self.state = strengths
+    return out
+
+
+def _split_into_heads_fn(n_heads, merged_batch_and_head, layer_name):
+  def f(x):
+    if x.ndim != 3:
+      raise ValueError(f'{layer_name}: expects activations of shape (batch, '
+                       f'length, d_feature), got shape {tuple(x.shape)}.')
+    batch, length, d_feature = x.shape
+    if d_feature % n_heads:
+      raise ValueError(f'{layer_name}: d_feature {d_feature} is not a '
+                       f'multiple of n_heads {n_heads} (input shape '
+                       f'{tuple(x.shape)}).')
+    x = x.reshape((batch, length, n_heads, d_feature // n_heads))
+    x = x.transpose((0, 2, 1, 3))
+    if merged_batch_and_head:
+      x = x.reshape((batch * n_heads, length, d_feature // n_heads))
+    return x
+  return f
+
+
+def _merge_heads_fn(n_heads, merged_batch_and_head, layer_name):
+  def f(x):
+    if merged_batch_and_head:
+      if x.ndim != 3 or x.shape[0] % n_heads:
+        raise ValueError(
+            f'{layer_name}: expects shape (batch * n_heads, length, d_head) '
+            f'with a leading dim divisible by n_heads {n_heads}, got shape '
+            f'{tuple(x.shape)}.')
+      x = x.reshape((x.shape[0] // n_heads, n_heads) + tuple(x.shape[1:]))
+    elif x.ndim != 4 or x.shape[1] != n_heads:
+      raise ValueError(f'{layer_name}: expects shape (batch, n_heads='
+                       f'{n_heads}, length, d_head), got shape '
+                       f'{tuple(x.shape)}.')
+    batch, _, length, d_head = x.shape
+    return x.transpose((0, 2, 1, 3)).reshape((batch, length, n_heads * d_head))
+  return f
+
+
+def SplitIntoHeads(n_heads, merged_batch_and_head=True):
+  """(batch, length, d) -> (batch * n_heads, length, d / n_heads).
+
+  With `merged_batch_and_head=False` the result is
+  (batch, n_heads, length, d / n_heads).
+  """
+  return base.Fn('SplitIntoHeads', _split_into_heads_fn(
+      n_heads, merged_batch_and_head, 'SplitIntoHeads'))
+
+
+def MergeHeads(n_heads, merged_batch_and_head=True):
+  """Inverse of `SplitIntoHeads`: back to (batch, length, d)."""
+  return base.Fn('MergeHeads', _merge_heads_fn(
+      n_heads, merged_batch_and_head, 'MergeHeads'))
