@@ -1,0 +1,170 @@
+"""Starts N local worker processes that form a multi-worker TF cluster.
+
+Usage:
+  python -m distribute.launch --workers 2 [--timeout 600] \\
+      [--collective_timeout 60] -- python train.py --flag ...
+
+Every worker runs the same command with TF_CONFIG naming all workers on
+127.0.0.1 (free ports) and its own task index, so a script that calls
+`get_strategy('auto')` trains with MultiWorkerMirroredStrategy; on a real
+cluster the same script runs unchanged given each machine's TF_CONFIG.
+
+Output lines are prefixed `[worker i]`. If any worker exits non-zero or is
+killed, the others are stopped and the launcher exits non-zero naming the
+worker; `--timeout` bounds the whole run (exit code 124).
+"""
+
+import argparse
+import os
+import shlex
+import socket
+import sys
+import threading
+import time
+
+from distribute import _procs
+from distribute import _tf_config
+
+__all__ = ['launch', 'main', 'TIMEOUT_EXIT_CODE']
+
+TIMEOUT_EXIT_CODE = 124
+_POLL_S = 0.05
+
+
+def _free_ports(n, host):
+  # All sockets stay open until every port is chosen, so no port repeats.
+  socks = []
+  try:
+    for _ in range(n):
+      sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+      sock.bind((host, 0))
+      socks.append(sock)
+    return [sock.getsockname()[1] for sock in socks]
+  finally:
+    for sock in socks:
+      sock.close()
+
+
+def _worker_env(base, tf_config, collective_timeout):
+  env = dict(os.environ if base is None else base)
+  env['TF_CONFIG'] = tf_config
+  if collective_timeout is not None:
+    env[_tf_config.TIMEOUT_ENV] = f'{collective_timeout:g}'
+  return env
+
+
+def _say(message):
+  print(f'distribute.launch: {message}', file=sys.stderr, flush=True)
+
+
+def _supervise(children, timeout):
+  """Waits for all workers; stops the rest on failure or timeout.
+
+  Returns:
+    (exit codes, exit status for the launcher).
+  """
+  deadline = None if timeout is None else time.monotonic() + timeout
+  while True:
+    codes = [child.poll() for child in children]
+    failed = [i for i, code in enumerate(codes) if code not in (None, 0)]
+    if failed:
+      i = failed[0]
+      running = [j for j, code in enumerate(codes) if code is None]
+      _say(f'worker {i} {_procs.describe_exit(codes[i])}; stopping '
+           f'{len(running)} other running worker(s) {running}.')
+      status = codes[i] if 0 < codes[i] < 256 else 1
+      break
+    if all(code == 0 for code in codes):
+      return codes, 0
+    if deadline is not None and time.monotonic() > deadline:
+      running = [j for j, code in enumerate(codes) if code is None]
+      _say(f'timed out after {timeout:g} s with worker(s) {running} still '
+           f'running; stopping them. Raise --timeout if the job needs longer.')
+      status = TIMEOUT_EXIT_CODE
+      break
+    time.sleep(_POLL_S)
+  return [child.stop() for child in children], status
+
+
+def _run(command, workers, timeout=None, collective_timeout=None,
+         host='127.0.0.1', env=None, stream=None):
+  if isinstance(command, str):
+    command = shlex.split(command)
+  if not command:
+    raise ValueError('launch: empty command; give the program to run, e.g. '
+                     "['python', 'train.py'].")
+  if not isinstance(workers, int) or workers < 1:
+    raise ValueError(f'launch: workers must be a positive int, got '
+                     f'{workers!r}.')
+  stream = sys.stdout if stream is None else stream
+  addresses = [f'{host}:{port}' for port in _free_ports(workers, host)]
+  lock = threading.Lock()
+  children = []
+  try:
+    for i in range(workers):
+      worker_env = _worker_env(env, _tf_config.make(addresses, i),
+                               collective_timeout)
+      children.append(_procs.Child(command, worker_env, f'[worker {i}] ',
+                                   stream, lock))
+    codes, status = _supervise(children, timeout)
+  finally:
+    # On any error in the launcher itself, leave no worker behind.
+    for child in children:
+      child.stop()
+  for child in children:
+    child.join_output()
+  return codes, status
+
+
+def launch(command, workers, timeout=None, collective_timeout=None,
+           host='127.0.0.1', env=None, stream=None):
+  """Runs `command` as `workers` cooperating processes; returns exit codes.
+
+  Args:
+    command: argv list (or a shell-like string, split with shlex).
+    workers: number of worker processes.
+    timeout: hard limit in seconds for the whole run; None for no limit.
+    collective_timeout: seconds, exported as TFNP_COLLECTIVE_TIMEOUT for
+      `get_strategy('multiworker')`: bounds cluster forming and each
+      collective op. None leaves TensorFlow's defaults (no limit).
+    host: address the workers listen on.
+    env: base environment for the workers (default: this process's).
+    stream: where prefixed worker output goes (default sys.stdout).
+
+  Returns:
+    List of exit codes, one per worker; workers stopped by the launcher show
+    the negative signal number. Reasons for a failure go to stderr.
+  """
+  codes, _ = _run(command, workers, timeout, collective_timeout, host, env,
+                  stream)
+  return codes
+
+
+def _parse(argv):
+  if '--' not in argv:
+    raise SystemExit('usage: python -m distribute.launch --workers N '
+                     '[--timeout SEC] [--collective_timeout SEC] -- COMMAND')
+  split = argv.index('--')
+  parser = argparse.ArgumentParser(prog='python -m distribute.launch')
+  parser.add_argument('--workers', type=int, required=True)
+  parser.add_argument('--timeout', type=float, default=None,
+                      help='hard limit for the whole run, seconds')
+  parser.add_argument('--collective_timeout', type=float, default=None,
+                      help='limit for forming the cluster and each collective')
+  parser.add_argument('--host', default='127.0.0.1')
+  args = parser.parse_args(argv[:split])
+  return args, argv[split + 1:]
+
+
+def main(argv=None):
+  """Command-line entry point; returns the launcher's exit status."""
+  args, command = _parse(sys.argv[1:] if argv is None else argv)
+  codes, status = _run(command, args.workers, args.timeout,
+                       args.collective_timeout, args.host)
+  if status == 0:
+    _say(f'all {len(codes)} workers finished.')
+  return status
+
+
+if __name__ == '__main__':
+  sys.exit(main())
