@@ -5,6 +5,8 @@ usage: python -m tests.supervised._loop_script OUTPUT_DIR N_STEPS RESULT.npz
 """
 
 import argparse
+import json
+import os
 import time
 
 import numpy as np
@@ -26,6 +28,8 @@ def main():
   parser.add_argument('--replicas', type=int, default=1)
   parser.add_argument('--sleep', type=float, default=0.0)
   parser.add_argument('--dropout', type=float, default=0.1)
+  parser.add_argument('--multiworker', action='store_true',
+                      help='Use MultiWorkerMirroredStrategy from TF_CONFIG.')
   args = parser.parse_args()
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if args.replicas > 1:
@@ -38,6 +42,12 @@ def main():
   from tfnp_trax.supervised import training  # pylint: disable=g-import-not-at-top
 
   strategy = None
+  if args.multiworker:
+    from distribute import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
+    strategy = strategy_lib.get_strategy('multiworker')
+    task = json.loads(os.environ['TF_CONFIG'])['task']['index']
+    if task:  # Only worker 0 writes the result file.
+      args.result += f'.worker{task}.npz'
   if args.replicas > 1:
     strategy = tf.distribute.MirroredStrategy(
         [d.name for d in tf.config.list_logical_devices('CPU')])

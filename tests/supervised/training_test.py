@@ -205,3 +205,25 @@ def test_mirrored_loop_matches_single_device(tmp_path):
                    env=env, timeout=240, capture_output=True)
   one, four = np.load(tmp_path / 'one.npz'), np.load(tmp_path / 'four.npz')
   np.testing.assert_allclose(one['losses'], four['losses'], rtol=1e-5)
+
+
+def test_two_worker_loop_matches_single_process(tmp_path):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  subprocess.run(_script(tmp_path / 'one', 10, tmp_path / 'one.npz',
+                         '--dropout', '0'), check=True, cwd=_subprocess.REPO,
+                 env=env, timeout=240, capture_output=True)
+  launched = subprocess.run(
+      [sys.executable, '-m', 'distribute.launch', '--workers', '2',
+       '--timeout', '200', '--'] + _script(tmp_path / 'two', 10,
+                                           tmp_path / 'two.npz', '--dropout',
+                                           '0', '--multiworker'),
+      cwd=_subprocess.REPO, env=env, timeout=240, capture_output=True,
+      text=True, check=False)
+  assert launched.returncode == 0, launched.stdout[-3000:]
+  one, two = np.load(tmp_path / 'one.npz'), np.load(tmp_path / 'two.npz')
+  np.testing.assert_allclose(one['losses'], two['losses'], rtol=1e-5)
+  for key in one.files:
+    np.testing.assert_allclose(one[key], two[key], rtol=1e-5, atol=1e-6)
+  # Only the chief wrote checkpoints, into the shared output_dir.
+  assert sorted(os.listdir(tmp_path / 'two' / 'checkpoints')) == [
+      'ckpt-10', 'ckpt-5']

@@ -92,6 +92,9 @@ class Loop:
     self._eval_tasks = list(eval_tasks or [])
     self._output_dir = output_dir
     self._strategy = strategy or tf.distribute.get_strategy()
+    # With several workers only the chief writes checkpoints and summaries;
+    # every worker reads the chief's checkpoints when it resumes.
+    self._is_chief = _is_chief(self._strategy)
     self._seed = int(random_seed)
     self._checkpoint_at = checkpoint_at or _every(
         self._task.n_steps_per_checkpoint)
@@ -266,7 +269,7 @@ class Loop:
   def _log(self, mode, step, values):
     for name, value in values.items():
       self.history.append(mode, name, step, value)
-    if not self._output_dir:
+    if not self._output_dir or not self._is_chief:
       return
     if mode not in self._writers:
       self._writers[mode] = tf.summary.create_file_writer(
@@ -293,6 +296,8 @@ class Loop:
     """Writes an atomic checkpoint of everything needed to resume."""
     if not self._ckpt:
       raise ValueError('Loop.save_checkpoint: no output_dir was given.')
+    if not self._is_chief:
+      return None
     self._step_var.assign(self._step)
     self._position_var.assign(self._stream.position)
     self._flush()
@@ -328,6 +333,16 @@ def _local_signature(batch, strategy):
     return shapes.ShapeDtype((shape[0] // n,) + shape[1:], x.dtype)
   return tuple(sig(x) for x in batch) if isinstance(
       batch, (list, tuple)) else sig(batch)
+
+
+def _is_chief(strategy):
+  resolver = getattr(strategy, 'cluster_resolver', None)
+  task_type = getattr(resolver, 'task_type', None)
+  if resolver is None or task_type is None:
+    return True
+  return task_type == 'chief' or (task_type == 'worker' and
+                                  resolver.task_id == 0 and 'chief' not in
+                                  resolver.cluster_spec().as_dict())
 
 
 def _print(message):
