@@ -4,6 +4,9 @@
 so the same architecture can be built for training and for collection.
 """
 
+# Layer constructors are CamelCase, as in Trax.
+# pylint: disable=invalid-name
+
 from tfnp_trax import layers as tl
 
 __all__ = ['Policy', 'Value', 'PolicyAndValue']
@@ -28,7 +31,7 @@ def _head_kwargs(head_init_range):
       lim=head_init_range)}
 
 
-def Policy(policy_distribution, body=None, normalizer=None,  # pylint: disable=invalid-name
+def Policy(policy_distribution, body=None, normalizer=None,
            head_init_range=None, batch_axes=None, mode='train'):
   """`normalizer -> body -> Dense(policy_distribution.n_inputs)`.
 
@@ -44,7 +47,7 @@ def Policy(policy_distribution, body=None, normalizer=None,  # pylint: disable=i
                **_head_kwargs(head_init_range)))
 
 
-def Value(body=None, normalizer=None, inject_actions=False,  # pylint: disable=invalid-name
+def Value(body=None, normalizer=None, inject_actions=False,
           inject_actions_n_layers=1, inject_actions_dim=64, batch_axes=None,
           mode='train', is_discrete=False, vocab_size=2):
   """`normalizer -> body [-> action injection] -> Dense(1)`.
@@ -67,7 +70,7 @@ def Value(body=None, normalizer=None, inject_actions=False,  # pylint: disable=i
   return tl.Serial(*layers, tl.Dense(1))
 
 
-def PolicyAndValue(policy_distribution, body=None, policy_top=Policy,  # pylint: disable=invalid-name
+def PolicyAndValue(policy_distribution, body=None, policy_top=Policy,
                    value_top=Value, normalizer=None, head_init_range=None,
                    mode='train'):
   """A shared `normalizer -> body` branching into policy and value tops.

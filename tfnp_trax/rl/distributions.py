@@ -1,0 +1,216 @@
+"""Action distributions parametrized by a network's outputs.
+
+A distribution reads its parameters ("dist inputs") from the last axis of an
+array; leading axes (batch, time) broadcast. Sampling takes an int32 [2] key
+and is done by TensorFlow Probability's stateless samplers; log-probabilities
+and entropies are written in `jnp`, so they differentiate like any layer.
+"""
+
+# Layer constructors are CamelCase, as in Trax.
+# pylint: disable=invalid-name
+
+import numpy as onp
+
+from tfnp_trax import fastmath
+from tfnp_trax import layers as tl
+from tfnp_trax.fastmath import numpy as jnp
+
+__all__ = ['Distribution', 'Categorical', 'Gaussian', 'create_distribution',
+           'LogLoss']
+
+_LOG_SQRT_2PI = 0.5 * onp.log(2.0 * onp.pi)
+
+
+def _tfd():
+  # Imported on first use: TFP is slow to import and only sampling needs it.
+  import tensorflow_probability as tfp  # pylint: disable=g-import-not-at-top
+  return tfp.distributions
+
+
+def _need_key(name, key):
+  if key is None:
+    raise ValueError(
+        f'{name}.sample: sampling with temperature > 0 needs a key; pass '
+        f'key=fastmath.random.get_prng(seed) (an int32 [2] key).')
+  return fastmath.random.check_key(key, f'{name}.sample')
+
+
+class Distribution:
+  """A family of distributions parametrized by the last axis of `inputs`."""
+
+  @property
+  def n_inputs(self):
+    """How many parameters (last-axis size of the inputs) it reads."""
+    raise NotImplementedError
+
+  def sample(self, inputs, temperature=1.0, key=None):
+    """Samples a point; at temperature 0 returns the most likely point."""
+    raise NotImplementedError
+
+  def log_prob(self, inputs, point):
+    """Log-probability (or log-density) of `point` under `inputs`."""
+    raise NotImplementedError
+
+  def entropy(self, inputs):
+    """Entropy of the distribution given by `inputs`."""
+    raise NotImplementedError
+
+  def LogProb(self):
+    """A layer mapping `(inputs, point)` to `log_prob(inputs, point)`."""
+    return tl.Fn('LogProb', lambda inputs, point: self.log_prob(inputs, point))
+
+  def _check_inputs(self, inputs):
+    if inputs.shape[-1] != self.n_inputs:
+      raise ValueError(
+          f'{type(self).__name__}: expected {self.n_inputs} distribution '
+          f'parameters on the last axis, got {inputs.shape[-1]} (inputs '
+          f'shape {tuple(inputs.shape)}). Size the policy head with '
+          f'Dense(distribution.n_inputs).')
+
+
+class Categorical(Distribution):
+  """Categorical over `n_categories` per element of `shape`, from logits.
+
+  Example:
+    >>> dist = Categorical(3)
+    >>> logits = jnp.array([[0.0, 0.0, 10.0]], dtype=jnp.float32)
+    >>> int(dist.sample(logits, temperature=0.0)[0])
+    2
+  """
+
+  def __init__(self, n_categories, shape=()):
+    self._n_categories = int(n_categories)
+    self._shape = tuple(shape)
+
+  @property
+  def n_inputs(self):
+    return int(onp.prod(self._shape, dtype=onp.int64)) * self._n_categories
+
+  def _logits(self, inputs):
+    self._check_inputs(inputs)
+    return jnp.reshape(inputs, tuple(inputs.shape[:-1]) + self._shape +
+                       (self._n_categories,))
+
+  def sample(self, inputs, temperature=1.0, key=None):
+    logits = self._logits(inputs)
+    if temperature == 0.0:
+      return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+    key = _need_key('Categorical', key)
+    dist = _tfd().Categorical(logits=logits / temperature, dtype='int32')
+    return dist.sample(seed=key)
+
+  def _log_softmax(self, inputs):
+    return tl.log_softmax(self._logits(inputs), axis=-1)
+
+  def log_prob(self, inputs, point):
+    log_probs = self._log_softmax(inputs)
+    picked = jnp.sum(log_probs * fastmath.one_hot(point, self._n_categories,
+                                                  dtype=log_probs.dtype),
+                     axis=-1)
+    # Independent elements of a multi-dimensional sample multiply.
+    return jnp.sum(picked, axis=tuple(range(-len(self._shape), 0))) \
+        if self._shape else picked
+
+  def entropy(self, inputs):
+    log_probs = self._log_softmax(inputs)
+    per_element = -jnp.sum(jnp.exp(log_probs) * log_probs, axis=-1)
+    return jnp.sum(per_element, axis=tuple(range(-len(self._shape), 0))) \
+        if self._shape else per_element
+
+
+_LEARN_STD = {None: 'constant', 'shared': 'shared', 'separate': 'separate',
+              'per-dimension': 'separate'}
+
+
+class Gaussian(Distribution):
+  """Independent Gaussian over a sample of `shape`, parametrized by its mean.
+
+  Args:
+    shape: shape of one sample.
+    std: the standard deviation; with a learned std, the raw parameter `s`
+      gives `softplus(s + std)`, as in Trax.
+    learn_std: None (fixed `std`), 'shared' (one learned std for all
+      dimensions) or 'per-dimension' (alias 'separate'; one per dimension).
+
+  Example:
+    >>> dist = Gaussian(shape=(2,), std=1.0)
+    >>> dist.n_inputs
+    2
+  """
+
+  def __init__(self, shape=(), std=1.0, learn_std=None):
+    if learn_std not in _LEARN_STD:
+      raise ValueError(
+          f'Gaussian: learn_std must be None, "shared" or "per-dimension", '
+          f'got {learn_std!r}.')
+    self._shape = tuple(shape)
+    self._std = float(std)
+    self._learn_std = _LEARN_STD[learn_std]
+
+  @property
+  def _n_dims(self):
+    return int(onp.prod(self._shape, dtype=onp.int64))
+
+  @property
+  def n_inputs(self):
+    n = self._n_dims
+    return {'constant': n, 'shared': n + 1, 'separate': 2 * n}[
+        self._learn_std]
+
+  def _params(self, inputs):
+    self._check_inputs(inputs)
+    n = self._n_dims
+    mean = inputs[..., :n]
+    if self._learn_std == 'constant':
+      std = jnp.full_like(mean, self._std)
+    else:
+      raw = inputs[..., n:] + self._std
+      std = jnp.broadcast_to(jnp.logaddexp(raw, jnp.zeros_like(raw)),
+                             mean.shape)
+    return mean, std
+
+  def sample(self, inputs, temperature=1.0, key=None):
+    mean, std = self._params(inputs)
+    out_shape = tuple(mean.shape[:-1]) + self._shape
+    if temperature == 0.0:
+      return jnp.reshape(mean, out_shape)
+    key = _need_key('Gaussian', key)
+    point = _tfd().Normal(loc=mean, scale=std * temperature).sample(seed=key)
+    return jnp.reshape(point, out_shape)
+
+  def log_prob(self, inputs, point):
+    mean, std = self._params(inputs)
+    point = jnp.reshape(point, tuple(inputs.shape[:-1]) + (-1,))
+    point = point.astype(mean.dtype)
+    return -jnp.sum((point - mean) ** 2 / (2.0 * std ** 2) + jnp.log(std) +
+                    _LOG_SQRT_2PI, axis=-1)
+
+  def entropy(self, inputs):
+    _, std = self._params(inputs)
+    return jnp.sum(jnp.log(std) + 0.5 + _LOG_SQRT_2PI, axis=-1)
+
+
+def create_distribution(space):
+  """The distribution for a gymnasium action space.
+
+  Discrete -> Categorical, MultiDiscrete (all dimensions of one size) ->
+  Categorical with a shape, Box -> Gaussian.
+  """
+  from gymnasium import spaces  # pylint: disable=g-import-not-at-top
+  if isinstance(space, spaces.Discrete):
+    return Categorical(int(space.n))
+  if isinstance(space, spaces.MultiDiscrete) and space.nvec.size and (
+      onp.min(space.nvec) == onp.max(space.nvec)):
+    return Categorical(int(space.nvec.flat[0]), shape=space.nvec.shape)
+  if isinstance(space, spaces.Box):
+    return Gaussian(shape=space.shape)
+  raise TypeError(
+      f'create_distribution: the action space {space!r} '
+      f'({type(space).__name__}) is not supported; supported spaces are '
+      f'Discrete, MultiDiscrete with equal sizes, and Box. Wrap the '
+      f'environment so its actions fit one of these.')
+
+
+def LogLoss(distribution):
+  """Layer `(inputs, point, weights) -> -sum(weights * log_prob)`."""
+  return tl.Serial(distribution.LogProb(), tl.Negate(), tl.WeightedSum())
