@@ -21,6 +21,7 @@ from tfnp_trax.rl import _compiled
 from tfnp_trax.rl import distributions
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import history as history_lib
+from tfnp_trax.supervised import summaries
 from tfnp_trax.supervised import trainer as trainer_lib
 
 __all__ = ['Agent']
@@ -71,7 +72,7 @@ class Agent:
     self._env_steps = 0
     self._steps = {}
     self._samplers = {}
-    self._writers = {}
+    self._summaries = summaries.SummaryWriters(output_dir)
     self._ckpt = None
     self.history = history_lib.History()
     self.avg_returns = []
@@ -209,8 +210,7 @@ class Agent:
     saved = self._ckpt.list() if self._ckpt else []
     if self._ckpt and (not saved or saved[-1][0] != self._epoch):
       self.save_checkpoint()
-    for writer in self._writers.values():
-      writer.flush()
+    self._summaries.flush()
 
   def evaluate(self, n_episodes=20, temperature=0.0, seed=10_000):
     """Returns of `n_episodes` fresh episodes played by the current policy."""
@@ -223,14 +223,7 @@ class Agent:
     step = self._env_steps  # Learning curves are plotted against env steps.
     for name, value in values.items():
       self.history.append(mode, name, step, value)
-    if not self._output_dir:
-      return
-    if mode not in self._writers:
-      self._writers[mode] = tf.summary.create_file_writer(
-          os.path.join(self._output_dir, mode))
-    with self._writers[mode].as_default(step=step):
-      for name, value in values.items():
-        tf.summary.scalar(f'{mode}/{name}', value)
+    self._summaries.write(mode, step, values)
 
   def _init_checkpoints(self):
     """Sets up checkpoints of all trainers; resumes from the latest one."""
@@ -260,8 +253,7 @@ class Agent:
     counts = [self._epoch, self._env_steps] + [
         self._steps[k] for k in sorted(self._trainers())]
     self._counters.assign(onp.array(counts, onp.int64))
-    for writer in self._writers.values():
-      writer.flush()
+    self._summaries.flush()
     return self._ckpt.save(self._epoch, extra={
         'history': self.history.to_dict(), 'avg_returns': self.avg_returns})
 

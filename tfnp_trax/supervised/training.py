@@ -20,6 +20,7 @@ from tfnp_trax.supervised import _inputs
 from tfnp_trax.supervised import _naming
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import history as history_lib
+from tfnp_trax.supervised import summaries
 from tfnp_trax.supervised import trainer as trainer_lib
 
 __all__ = ['TrainTask', 'EvalTask', 'Loop', 'LossIsNotFiniteError']
@@ -120,7 +121,7 @@ class Loop:
                                        jit_compile=jit_compile)
     self._callbacks = [cb(self) for cb in (callbacks or [])]
     self._eval_fns = {}
-    self._writers = {}
+    self._summaries = summaries.SummaryWriters(output_dir, self._is_chief)
     self._ckpt = None
     if output_dir:
       tf.io.gfile.makedirs(output_dir)
@@ -269,18 +270,10 @@ class Loop:
   def _log(self, mode, step, values):
     for name, value in values.items():
       self.history.append(mode, name, step, value)
-    if not self._output_dir or not self._is_chief:
-      return
-    if mode not in self._writers:
-      self._writers[mode] = tf.summary.create_file_writer(
-          os.path.join(self._output_dir, mode))
-    with self._writers[mode].as_default(step=step):
-      for name, value in values.items():
-        tf.summary.scalar(f'{mode}/{name}', value)
+    self._summaries.write(mode, step, values)
 
   def _flush(self):
-    for w in self._writers.values():
-      w.flush()
+    self._summaries.flush()
 
   # -- Checkpoints -------------------------------------------------------------
   def _sync_model(self):
