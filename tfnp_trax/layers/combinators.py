@@ -208,8 +208,10 @@ def Multiply():  # pylint: disable=invalid-name
 
 def Gate():  # pylint: disable=invalid-name
   """Blends two inputs: `gate * x + (1 - gate) * xhat`."""
-  return base.Fn('Gate',
-                 lambda gate, x, xhat: gate * x + (1.0 - gate) * xhat)
+  # ones_like, not 1.0: a Python float is a float32 here and would promote
+  # bfloat16 inputs to float32.
+  return base.Fn('Gate', lambda gate, x, xhat: (
+      gate * x + (jnp.ones_like(gate) - gate) * xhat))
 
 
 def Concatenate(n_items=2, axis=-1):  # pylint: disable=invalid-name

@@ -1,0 +1,15 @@
+"""tfnp_trax.export: SavedModel, TFLite and Keras interop for layers."""
+
+from tfnp_trax.export.decode_signature import decode_signatures
+from tfnp_trax.export.from_keras import FromKeras
+from tfnp_trax.export.keras import AsKeras
+from tfnp_trax.export.layer_factory import LayerFactory
+from tfnp_trax.export.layer_factory import register_layer_constructor
+from tfnp_trax.export.loop_export import export_loop
+from tfnp_trax.export.saved_model import save_model
+from tfnp_trax.export.saved_model import serving_function
+from tfnp_trax.export.tflite import to_tflite
+
+__all__ = ['AsKeras', 'FromKeras', 'LayerFactory', 'decode_signatures',
+           'export_loop', 'register_layer_constructor', 'save_model',
+           'serving_function', 'to_tflite']

@@ -1,0 +1,67 @@
+"""Exports a training Loop's model as a SavedModel."""
+
+from absl import logging
+import numpy as onp
+import tensorflow as tf
+
+from tfnp_trax import shapes
+from tfnp_trax.export import saved_model
+
+__all__ = ['export_loop']
+
+
+def _sample_inputs(loop, n_in):
+  """The model inputs of the Loop's next training batch, left unconsumed."""
+  # Loop keeps the batch it peeked at to initialize the model; reading it
+  # again consumes nothing, so training resumes where it was.
+  batch = loop._stream.peek()  # pylint: disable=protected-access
+  batch = tuple(batch) if isinstance(batch, (list, tuple)) else (batch,)
+
+  def local(x):
+    if isinstance(x, tf.distribute.DistributedValues):
+      return loop.trainer.strategy.experimental_local_results(x)[0]
+    return x
+  return tuple(onp.asarray(local(x)) for x in batch[:max(n_in, 1)])
+
+
+def _with_batch(sigs, batch):
+  return tuple(shapes.ShapeDtype((batch,) + tuple(s.shape[1:]), s.dtype)
+               for s in sigs)
+
+
+def export_loop(loop, path, batch_polymorphic=True):
+  """Saves `loop.eval_model` with its trained weights to `path`.
+
+  The input signature is taken from the Loop's training data: the first
+  `n_in` arrays of a batch. With `batch_polymorphic`, the batch size is
+  exported as None when the model's code allows it; otherwise (or if
+  tracing with an unknown batch fails) it is the training batch size.
+
+  Args:
+    loop: a `tfnp_trax.supervised.training.Loop` (trained or not).
+    path: the SavedModel directory to write.
+    batch_polymorphic: try an unknown batch size first.
+
+  Returns:
+    The input signature used (a tuple of ShapeDtypes).
+  """
+  model = loop.eval_model
+  if model.initialized:
+    weights, state = model.weights, model.state
+  else:  # A separate eval model is given its weights only after training.
+    weights, state = loop.model.weights, loop.model.state
+  sigs = tuple(shapes.signature(x) for x in _sample_inputs(loop, model.n_in))
+  candidates = [_with_batch(sigs, None), sigs] if batch_polymorphic else [sigs]
+  for i, candidate in enumerate(candidates):
+    signature = candidate[0] if len(candidate) == 1 else candidate
+    try:
+      saved_model.save_model(model, path, signature, weights=weights,
+                             state=state)
+      return candidate
+    except Exception as e:  # pylint: disable=broad-except
+      if i == len(candidates) - 1:
+        raise
+      logging.info('export_loop: %s does not trace with an unknown batch '
+                   'size (%s); exporting batch size %d.', model.name,
+                   str(e).splitlines()[-1][:200], sigs[0].shape[0])
+  return None
