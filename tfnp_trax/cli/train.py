@@ -49,12 +49,13 @@ flags.DEFINE_integer('d_model', 128, 'Transformer width.', flag_values=FLAGS)
 flags.DEFINE_integer('n_layers', 2, 'Transformer depth.', flag_values=FLAGS)
 flags.DEFINE_boolean('jit_compile', False, 'Compile the step with XLA.',
                      flag_values=FLAGS)
-flags.DEFINE_integer('sample_length', 200, 'Bytes to sample at the end '
-                     '(pylm).', flag_values=FLAGS)
+flags.DEFINE_integer('sample_length', 127, 'Bytes to sample at the end '
+                     '(pylm); the model holds max(seq_len, sample_length + 1) '
+                     'positions.', flag_values=FLAGS)
 
 # Per-task defaults: (steps, batch_size, learning_rate, eval_every).
 _DEFAULTS = {
-    'pylm': (1200, 16, 2e-3, 200),
+    'pylm': (2000, 32, 2e-3, 250),
     'digits': (600, 64, 1e-3, 100),
     'copy': (1500, 32, 1e-3, 250),
 }
@@ -93,7 +94,8 @@ def build(model_name, task, vocab, mode='train'):
     return models.TransformerLM(
         vocab, d_model=FLAGS.d_model, d_ff=4 * FLAGS.d_model,
         n_layers=FLAGS.n_layers, n_heads=4,
-        max_len=max(FLAGS.seq_len, 64), dropout=0.0, mode=mode)
+        max_len=max(FLAGS.seq_len, FLAGS.sample_length + 1), dropout=0.0,
+        mode=mode)
   if sequence_task:
     raise flags.ValidationError(
         f'--model {model_name} needs --task digits, got --task {task}.')
