@@ -151,3 +151,19 @@ def test_replicas_agree_with_one_device_and_reduce_on_device():
   # Only scalars (loss, gradients_l2, weights_l2) travel to the host.
   assert all(shape == [] for shape in result['output_shapes'])
   assert len(result['output_shapes']) == 3
+
+
+def test_xla_modes_match_plain_step():
+  batch = _batch()
+  results = {}
+  for mode in (None, 'update', True):
+    trainer = trainer_lib.Trainer(_mlp_with_loss(batch),
+                                  optimizers.Adam(0.01), jit_compile=mode)
+    for step in range(3):
+      loss, _ = trainer.one_step(batch, fastmath.random.get_prng(step), step)
+    results[mode] = (float(loss), fastmath.tree_flatten(trainer.model_weights))
+    assert trainer.n_traces == 1
+  for mode in ('update', True):
+    np.testing.assert_allclose(results[mode][0], results[None][0], rtol=1e-5)
+    for a, b in zip(results[mode][1], results[None][1]):
+      np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)

@@ -43,8 +43,9 @@ class Trainer:
       model_with_loss: an initialized layer mapping a batch to a scalar loss.
       optimizer: a tfnp_trax optimizer.
       strategy: a tf.distribute strategy (default: the current one).
-      jit_compile: compile the step with XLA. With one replica the whole
-        computation is compiled; with several, the optimizer update.
+      jit_compile: True compiles the whole step with XLA (with several
+        replicas, only the optimizer update); 'update' compiles just the
+        optimizer update; None or False use no XLA.
     """
     if not model_with_loss.initialized:
       raise ValueError(
@@ -62,16 +63,18 @@ class Trainer:
     self._slots = _variables.VariableTree(slots, self._strategy, 'slot')
     self._state = _variables.VariableTree(state, self._strategy, 'state')
     self._step_fn = tf.function(self._distributed_step, autograph=False)
-    # XLA cannot compile the collectives of a multi-replica step on CPU, so
-    # there it compiles only the (collective-free) optimizer update.
-    whole = self._strategy.num_replicas_in_sync == 1
-    self._jit_compute = jit_compile and whole
+    # jit_compile=True compiles the whole step with XLA on one replica (XLA
+    # cannot compile the collectives of a multi-replica step on CPU, so
+    # there it compiles the optimizer update). 'update' compiles just the
+    # optimizer update: collective-free elementwise work that XLA fuses.
+    whole = jit_compile is True and self._strategy.num_replicas_in_sync == 1
     self._compute_fn = (tf.function(self._compute, autograph=False,
                                     jit_compile=True)
-                        if self._jit_compute else self._compute)
+                        if whole else self._compute)
     self._update_fn = (tf.function(self._update, autograph=False,
                                    jit_compile=True)
-                       if jit_compile and not whole else self._update)
+                       if jit_compile in (True, 'update') and not whole
+                       else self._update)
     self.n_traces = 0
 
   @property
