@@ -18,11 +18,23 @@ def _train(*flags, timeout=300):
 
 def test_digits_mlp_reaches_95_percent(tmp_path):
   out = _train('--task', 'digits', '--model', 'mlp', '--output_dir',
-               str(tmp_path))
+               str(tmp_path / 'run'), '--export', str(tmp_path / 'model'))
   assert out.returncode == 0, out.stderr[-3000:]
   accuracy = float(re.search(r'Eval: accuracy ([0-9.]+)', out.stdout)[1])
   assert accuracy >= 0.95, out.stdout[-2000:]
-  assert os.path.isdir(tmp_path / 'checkpoints' / 'ckpt-600')
+  assert os.path.isdir(tmp_path / 'run' / 'checkpoints' / 'ckpt-600')
+  # The exported model predicts like the trained one on the test digits.
+  check = _subprocess.run_python(f'''
+      import numpy as np, tensorflow as tf
+      from tfnp_trax import data
+      _, (x, y) = data.load_digits_split(seed=0)
+      serve = tf.saved_model.load({str(tmp_path / 'model')!r}).signatures[
+          'serving_default']
+      logits = list(serve(tf.constant(x)).values())[0].numpy()
+      print('ACC', (logits.argmax(-1) == y).mean())
+      ''')
+  exported = float(check.split('ACC')[-1])
+  assert abs(exported - accuracy) < 5e-5  # The CLI prints 4 decimals.
 
 
 def test_pylm_short_run_reports_bits_per_char_and_samples(tmp_path):

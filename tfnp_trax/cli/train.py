@@ -174,8 +174,8 @@ def main(argv):
     _sample(loop, vocab)
   if FLAGS.export:
     from tfnp_trax import export  # pylint: disable=g-import-not-at-top
-    path = export.export_loop(loop, FLAGS.export)
-    print(f'Exported a SavedModel to {path}')
+    signature = export.export_loop(loop, FLAGS.export)
+    print(f'Exported a SavedModel to {FLAGS.export} (inputs {signature})')
   return 0
 
 
