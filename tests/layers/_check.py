@@ -21,18 +21,8 @@ __all__ = ['MODES', 'compile_fn', 'to_numpy64', 'to_tensors', 'numeric_grad',
            'init_layer', 'run_layer', 'check_layer', 'check_parallel',
            'check_bfloat16', 'run_doctests']
 
-MODES = ('eager', 'jit', 'xla')
-
-
-def compile_fn(fn, mode):
-  """`fn` as run in `mode`: 'eager', 'jit' (tf.function) or 'xla'."""
-  if mode == 'eager':
-    return fn
-  if mode == 'jit':
-    return fastmath.jit(fn)
-  if mode == 'xla':
-    return fastmath.jit(fn, jit_compile=True)
-  raise ValueError(f'unknown mode {mode!r}')
+from tests._modes import MODES  # pylint: disable=g-bad-import-order
+from tests._modes import compile_fn  # pylint: disable=g-bad-import-order
 
 
 def _is_float(a):

@@ -12,14 +12,8 @@ from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 
-MODES = ['eager', 'jit', 'xla']
-
-
-def compile_fn(f, mode):
-  """`f` itself, or compiled by `fastmath.jit` (with XLA for 'xla')."""
-  if mode == 'eager':
-    return f
-  return fastmath.jit(f, jit_compile=(mode == 'xla'))
+from tests._modes import MODES  # pylint: disable=g-bad-import-order
+from tests._modes import compile_fn  # pylint: disable=g-bad-import-order
 
 
 def _as_list(x):
