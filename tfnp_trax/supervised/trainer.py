@@ -121,8 +121,8 @@ class Trainer:
         loss_fn, has_aux=True)(weights)
     # The pmean path: gradients and the loss are averaged by collectives
     # inside the replica, never gathered on the host.
-    grads = collectives.pmean(grads)
-    loss = collectives.pmean(loss)
+    # One batched collective for both.
+    grads, loss = collectives.pmean((grads, loss))
     new_weights, new_slots, stats = self._update_fn(step, grads, weights,
                                                     slots, opt_params)
     return loss, stats, new_weights, new_slots, _mean_state(new_state)
