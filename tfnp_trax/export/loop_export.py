@@ -1,8 +1,6 @@
 """Exports a training Loop's model as a SavedModel."""
 
 from absl import logging
-import numpy as onp
-import tensorflow as tf
 
 from tfnp_trax import shapes
 from tfnp_trax.export import saved_model
@@ -10,18 +8,11 @@ from tfnp_trax.export import saved_model
 __all__ = ['export_loop']
 
 
-def _sample_inputs(loop, n_in):
-  """The model inputs of the Loop's next training batch, left unconsumed."""
-  # Loop keeps the batch it peeked at to initialize the model; reading it
-  # again consumes nothing, so training resumes where it was.
-  batch = loop._stream.peek()  # pylint: disable=protected-access
-  batch = tuple(batch) if isinstance(batch, (list, tuple)) else (batch,)
-
-  def local(x):
-    if isinstance(x, tf.distribute.DistributedValues):
-      return loop.trainer.strategy.experimental_local_results(x)[0]
-    return x
-  return tuple(onp.asarray(local(x)) for x in batch[:max(n_in, 1)])
+def _input_signatures(loop, n_in):
+  """ShapeDtypes of the model inputs in a Loop training batch."""
+  sigs = loop.input_signature
+  sigs = tuple(sigs) if isinstance(sigs, (list, tuple)) else (sigs,)
+  return sigs[:max(n_in, 1)]
 
 
 def _with_batch(sigs, batch):
@@ -50,7 +41,7 @@ def export_loop(loop, path, batch_polymorphic=True):
     weights, state = model.weights, model.state
   else:  # A separate eval model is given its weights only after training.
     weights, state = loop.model.weights, loop.model.state
-  sigs = tuple(shapes.signature(x) for x in _sample_inputs(loop, model.n_in))
+  sigs = _input_signatures(loop, model.n_in)
   candidates = [_with_batch(sigs, None), sigs] if batch_polymorphic else [sigs]
   for i, candidate in enumerate(candidates):
     signature = candidate[0] if len(candidate) == 1 else candidate

@@ -165,6 +165,11 @@ class Loop:
     return self._output_dir
 
   @property
+  def input_signature(self):
+    """Per-replica signature of a training batch (inputs, targets, ...)."""
+    return _local_signature(self._stream.peek(), self._strategy)
+
+  @property
   def tasks(self):
     return [self._task]
 
