@@ -67,3 +67,12 @@ def test_model_and_task_mismatch_is_a_clear_error(tmp_path):
                str(tmp_path))
   assert out.returncode != 0
   assert '--model mlp needs --task digits, got --task pylm' in out.stderr
+
+
+def test_help_lists_the_flags():
+  out = _train('--help', timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
+  for flag in ('--model', '--task', '--steps', '--batch_size', '--output_dir',
+               '--strategy', '--eval_every', '--checkpoint_every', '--resume',
+               '--export'):
+    assert flag in out.stdout

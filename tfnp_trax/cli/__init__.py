@@ -14,7 +14,7 @@ def run(argv=None):
   prog = 'tfnp-trax'
   if len(argv) > 1 and argv[1] in ('-h', '--help', 'help'):
     print(f'usage: {prog} {{{",".join(_COMMANDS)}}} [--flags]\n'
-          f'  {prog} train --helpfull   lists the training flags.')
+          f'  {prog} train --help   lists the training flags.')
     return 0
   command = 'train'
   rest = argv[1:]
@@ -25,6 +25,10 @@ def run(argv=None):
           f'{sorted(_COMMANDS)}.', file=sys.stderr)
     return 2
   module = importlib.import_module(_COMMANDS[command])
+  if '--help' in rest or '--helpfull' in rest or '-h' in rest:
+    print(f'usage: {prog} {command} [--flags]\n')
+    print(module.FLAGS.get_help())
+    return 0
   return module.main([f'{prog} {command}'] + rest)
 
 
