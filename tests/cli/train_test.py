@@ -73,6 +73,6 @@ def test_help_lists_the_flags():
   out = _train('--help', timeout=120)
   assert out.returncode == 0, out.stderr[-2000:]
   for flag in ('--model', '--task', '--steps', '--batch_size', '--output_dir',
-               '--strategy', '--eval_every', '--checkpoint_every', '--resume',
-               '--export'):
+               '--strategy', '--eval_every', '--checkpoint_every',
+               '--[no]resume', '--export'):
     assert flag in out.stdout
