@@ -18,12 +18,18 @@ __all__ = ['Trainer']
 
 
 def _mean_state(state):
-  # Replicas see different data, so float state (e.g. BatchNorm statistics)
-  # is averaged to stay identical everywhere; integer counters already agree.
-  def avg(x):
-    x = tf.convert_to_tensor(x)
-    return collectives.pmean(x) if x.dtype.is_floating else x
-  return fastmath.nested_map(avg, state)
+  """Averages the float leaves of `state` over replicas in one collective.
+
+  Replicas see different data, so float state (e.g. BatchNorm statistics)
+  is averaged to stay identical everywhere; integer counters already agree.
+  """
+  flat = [tf.convert_to_tensor(x) for x in fastmath.tree_flatten(state)]
+  floats = [i for i, x in enumerate(flat) if x.dtype.is_floating]
+  if floats:
+    averaged = collectives.pmean([flat[i] for i in floats])
+    for i, x in zip(floats, averaged):
+      flat[i] = x
+  return fastmath.tree_unflatten(flat, state)[0]
 
 
 class Trainer:
@@ -56,9 +62,8 @@ class Trainer:
     self._strategy = strategy or tf.distribute.get_strategy()
     weights, state = model_with_loss.weights, model_with_loss.state
     slots, opt_params = optimizer.tree_init(weights)
-    self._opt_param_names = sorted(opt_params)
-    self._default_opt_params = {k: onp.float32(opt_params[k])
-                                for k in self._opt_param_names}
+    self._default_opt_params = {k: onp.float32(v)
+                                for k, v in opt_params.items()}
     self._weights = _variables.VariableTree(weights, self._strategy, 'w')
     self._slots = _variables.VariableTree(slots, self._strategy, 'slot')
     self._state = _variables.VariableTree(state, self._strategy, 'state')
