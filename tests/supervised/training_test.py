@@ -14,6 +14,7 @@ import tensorflow as tf
 from tests import _subprocess
 from tfnp_trax import fastmath
 from tfnp_trax import optimizers
+from tfnp_trax import shapes
 import tfnp_trax.layers as tl
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import training
@@ -227,3 +228,35 @@ def test_two_worker_loop_matches_single_process(tmp_path):
   # Only the chief wrote checkpoints, into the shared output_dir.
   assert sorted(os.listdir(tmp_path / 'two' / 'checkpoints')) == [
       'ckpt-10', 'ckpt-5']
+
+
+def test_first_eval_leaves_the_model_weights_alone(tmp_path):
+  seen = {}
+
+  class Watch:  # Reads the model's weights right after the step-1 eval.
+
+    def __init__(self, loop):
+      self._loop = loop
+
+    def call_at(self, step):
+      return step == 1
+
+    def on_step_begin(self, step):
+      pass
+
+    def on_step_end(self, step):
+      seen['weights'] = [np.asarray(w) for w in
+                         fastmath.tree_flatten(self._loop.model.weights)]
+
+  # Weights the caller set (not the initializer's) must survive the eval.
+  model = tl.Serial(tl.Dense(16), tl.Relu(), tl.Dense(2))
+  model.init(shapes.ShapeDtype((8, 6)))
+  model.weights = fastmath.nested_map(lambda w: 0.5 * np.ones(w.shape,
+                                                              np.float32),
+                                      model.weights)
+  loop = _loop(str(tmp_path), model=model, callbacks=[Watch])
+  before = [np.asarray(w) for w in fastmath.tree_flatten(loop.model.weights)]
+  assert all(np.all(w == 0.5) for w in before)
+  loop.run(1)
+  for a, b in zip(before, seen['weights']):
+    np.testing.assert_array_equal(a, b)

@@ -111,11 +111,9 @@ class Loop:
                                        self._strategy)
     sample = self._stream.peek()
     self._model_with_loss = tl.Serial(model, self._task.loss_layer)
-    keep = (model.weights, model.state) if model.initialized else None
-    self._model_with_loss.init(_local_signature(sample, self._strategy),
-                               rng=fastmath.random.get_prng(self._seed))
-    if keep is not None:  # Weights the caller set or trained stay as they are.
-      model.weights, model.state = keep
+    _init_keeping(self._model_with_loss, model,
+                  _local_signature(sample, self._strategy),
+                  rng=fastmath.random.get_prng(self._seed))
     self.trainer = trainer_lib.Trainer(self._model_with_loss,
                                        self._task.optimizer, self._strategy,
                                        jit_compile=jit_compile)
@@ -243,7 +241,8 @@ class Loop:
       stream = _inputs.InputStream(task.labeled_data,
                                    tf.distribute.get_strategy())
       sample = stream.peek()
-      metrics.init(shapes.signature(tuple(onp.asarray(x) for x in sample)))
+      _init_keeping(metrics, self._eval_model,
+                    shapes.signature(tuple(onp.asarray(x) for x in sample)))
 
       def run(batch, weights, state):
         out, _ = metrics.pure_fn(batch, (weights, metrics.weights[1]),
@@ -317,6 +316,18 @@ class Loop:
     self._sync_model()
     _print(f'Resumed from {manifest["path"]} at step {self._step}.')
     return self._step
+
+
+def _init_keeping(combined, inner, input_signature, rng=None):
+  """Initializes `combined`, keeping `inner`'s weights if it has them.
+
+  `combined` wraps `inner` (e.g. a model with its loss or its metrics); the
+  weights a caller set or training produced must survive that init.
+  """
+  keep = (inner.weights, inner.state) if inner.initialized else None
+  combined.init(input_signature, rng=rng)
+  if keep is not None:
+    inner.weights, inner.state = keep
 
 
 def _local_signature(batch, strategy):
