@@ -10,6 +10,7 @@ import dataclasses
 from typing import Callable, FrozenSet, Tuple
 
 import numpy as np
+import tensorflow as tf
 
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -196,7 +197,8 @@ _add('Dup_Swap_SubtractTop_Multiply', lambda: tl.Serial(
     tl.Dup(), tl.Negate(), tl.Swap(), tl.SubtractTop(), tl.Dup(),
     tl.Multiply()), _f(2, 3))
 _add('Split_Gate', lambda: tl.Serial(
-    tl.Split(n_items=3), tl.Parallel(tl.Sigmoid()), tl.Gate()), _f(2, 6))
+    tl.Split(n_items=3), tl.Parallel(None, tl.Sigmoid()), tl.Gate()),
+     _f(2, 6))
 _add('Cond', lambda: tl.Cond(
     tl.Fn('SumIsPositive', lambda c: jnp.sum(c) > 0), tl.Dense(3),
     tl.Serial(tl.Dense(2), tl.Dense(3))), (_f(2, 2), _f(2, 3)),
@@ -231,9 +233,14 @@ _add('CrossEntropySum', tl.CrossEntropySum,
      replica_sum=True)
 _add('BinaryCrossEntropy', tl.BinaryCrossEntropy, (_f(2, 3), _i(2, 3)),
      int_high=2, follows_dtype=False)
+# Trax's binary composition reduces a 1-D batch before weighting it.
 _add('BinaryCrossEntropyLoss', lambda: tl.Serial(
     tl.Parallel(tl.Sigmoid()), tl.BinaryCrossEntropyLoss()),
-     (_f(2, 3), _i(2, 3), _f(2, 3)), int_high=2, follows_dtype=False)
+     (_f(6), _i(6), _f(6)), int_high=2, follows_dtype=False)
+_add('BinaryCrossEntropySum', lambda: tl.Serial(
+    tl.Parallel(tl.Sigmoid()), tl.BinaryCrossEntropySum()),
+     (_f(6), _i(6), _f(6)), int_high=2, follows_dtype=False,
+     replica_sum=True)
 _add('WeightedFScore', tl.WeightedFScore, (_f(4, 3), _i(4)), int_high=3,
      follows_dtype=False)
 _add('L2Loss', tl.L2Loss, (_f(2, 3), _f(2, 3), _f(2, 3)), positive=True,
@@ -326,7 +333,7 @@ def make_inputs(entry, seed=0):
   rng = np.random.RandomState(seed)
   xs = []
   for s in _signatures(entry):
-    dtype = np.dtype(s.dtype.as_numpy_dtype)
+    dtype = np.dtype(tf.as_dtype(s.dtype).as_numpy_dtype)
     if dtype == np.bool_:
       x = np.ones(s.shape, dtype=bool)
     elif np.issubdtype(dtype, np.integer):
@@ -344,3 +351,82 @@ def build(entry, seed=0):
   layer = entry.make_layer()
   layer.init(entry.input_signature, rng=fastmath.random.get_prng(seed))
   return layer
+
+
+# -- Shape checks, acceleration, reporting, thresholds ----------------------
+_add('AssertShape', lambda: tl.AssertShape('ab,b'), (_f(2, 3), _f(3)))
+_add('AssertFunction', lambda: tl.AssertFunction('...d->...e', tl.Dense(4)),
+     _f(2, 3, 3))
+_add('Accelerate', lambda: tl.Accelerate(tl.Dense(3)), _f(4, 2))
+_add('PrintShape', lambda: tl.PrintShape(2, msg='conformance'),
+     (_f(2, 3), _f(2, 4)))
+_add('SummaryScalar', lambda: tl.SummaryScalar('mean'), _f(2, 3),
+     has_state=True)
+_add('SummaryImage', lambda: tl.SummaryImage('pair', n_in=2, num_summaries=2),
+     (_f(3, 4, 4, 1), _f(3, 4, 4, 1)), has_state=True)
+_add('ThresholdToBinary', tl.ThresholdToBinary, _f(2, 5),
+     follows_dtype=False)  # int32 0/1 outputs.
+
+
+# -- Models without research layers, and the GRU cells they use ---------------
+_add('ConvGRUCell', lambda: tl.ConvGRUCell(3, mode='eval'), _f(2, 4, 4, 3),
+     tolerance=1e-4)
+_add('GeneralGRUCell', lambda: tl.GeneralGRUCell(
+    lambda: tl.Dense(3), gate_nonlinearity=tl.HardSigmoid, mode='eval'),
+     _f(2, 3), tolerance=1e-4)
+# Integer ids in, float32 logits out.
+_add('NeuralGPU', lambda: models.NeuralGPU(d_feature=6, steps=2, vocab_size=4,
+                                           mode='eval'),
+     _i(2, 3, 4), int_high=4, tolerance=1e-4, follows_dtype=False)
+_add('LSTMSeq2SeqAttn', lambda: models.LSTMSeq2SeqAttn(
+    6, 5, d_model=4, n_encoder_layers=1, n_decoder_layers=1,
+    n_attention_heads=2, mode='eval'),
+     (_i(2, 4), _i(2, 3)), int_high=5, tolerance=1e-4, follows_dtype=False)
+_add('AtariCnn', lambda: models.AtariCnn(n_frames=2, hidden_sizes=(2, 2),
+                                         output_size=3),
+     _f(2, 3, 8, 8, 1), tolerance=1e-4)
+_add('AtariCnnBody', lambda: models.AtariCnnBody(
+    n_frames=2, hidden_sizes=(2, 2, 2), output_size=3),
+     _f(1, 2, 36, 36, 1), tolerance=1e-4)
+_add('FrameStackMLP', lambda: models.FrameStackMLP(
+    n_frames=2, hidden_sizes=(4,), output_size=3), _f(2, 4, 3))
+_add('Quality', lambda: models.Quality(
+    body=lambda mode: tl.Serial(tl.Dense(8), tl.Relu()), n_actions=3,
+    mode='eval'), _f(2, 4))
+_add('ReZeroTransformerLM', lambda: models.ReZeroTransformerLM(
+    12, d_model=8, d_ff=16, n_layers=1, n_heads=2, max_len=8, mode='eval'),
+     _i(2, 6), int_high=12, tolerance=1e-4, follows_dtype=False)
+_add('ReZeroTransformerEncoder', lambda: models.ReZeroTransformerEncoder(
+    12, n_classes=3, d_model=8, d_ff=16, n_layers=1, n_heads=2, max_len=8,
+    mode='eval'), _i(2, 5), int_high=12, tolerance=1e-4, follows_dtype=False)
+_add('ReZeroTransformerDecoder', lambda: models.ReZeroTransformerDecoder(
+    d_model=8, d_ff=16, n_layers=1, n_heads=2, max_len=8, mode='eval'),
+     _f(2, 5, 8), tolerance=1e-4)
+_add('ReZeroTransformer', lambda: models.ReZeroTransformer(
+    12, d_model=8, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
+    n_heads=2, max_len=8, mode='eval'),
+     (_i(2, 5), _i(2, 4)), int_high=12, tolerance=1e-4, follows_dtype=False)
+# Eval-mode skip decisions compare a uniform draw with 0 or 1, so they are
+# the same for every rng; the train-mode entry draws its own. Its draws use
+# RandomUniform(sync=True), which sums the rng over replicas so that all
+# replicas skip the same blocks: they agree with each other, but not with
+# a single device given the unsummed rng, so 'mirrored' does not apply.
+_add('SkippingTransformerLM', lambda: models.SkippingTransformerLM(
+    12, d_model=8, d_ff=16, n_layers=2, n_heads=2, max_len=8, mode='eval'),
+     _i(2, 6), int_high=12, tolerance=1e-4, follows_dtype=False)
+_add('LayerDropTransformerLM', lambda: models.LayerDropTransformerLM(
+    12, d_model=8, d_ff=16, n_layers=2, n_heads=2, max_len=8, mode='eval'),
+     _i(2, 6), int_high=12, tolerance=1e-4, follows_dtype=False)
+_add('LayerDropTransformerLM_train', lambda: models.LayerDropTransformerLM(
+    12, d_model=8, d_ff=16, n_layers=2, n_heads=2, max_len=8, dropout=0.0,
+    skip_fraction=0.5, mode='train'),
+     _i(2, 6), int_high=12, tolerance=1e-4, follows_dtype=False,
+     stochastic=True, skip=('mirrored',))
+_add('EveryOtherLayerDropTransformerLM',
+     lambda: models.EveryOtherLayerDropTransformerLM(
+         12, d_model=8, d_ff=16, n_layers=2, n_heads=2, max_len=8,
+         eval_skip_fraction=1.0, mode='eval'),
+     _i(2, 6), int_high=12, tolerance=1e-4, follows_dtype=False)
+_add('ResidualShuffleExchange', lambda: models.ResidualShuffleExchange(
+    5, 4, 0.0, 0.0, mode='eval', n_blocks=1),
+     _i(2, 8), int_high=5, tolerance=1e-4, follows_dtype=False)

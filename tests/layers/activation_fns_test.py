@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tfnp_trax import layers as tl
+from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import activation_fns
 from tests.layers import _check
 
@@ -77,10 +78,13 @@ def test_activations_keep_bfloat16_under_xla():
   _check.check_bfloat16(layer, _inputs('Gelu'), modes=('jit', 'xla'))
 
 
-def test_float64_stays_float64():
+def test_numpy_float64_enters_as_float32_and_tensors_keep_float64():
+  # As in Trax with x64 disabled, NumPy float64 inputs enter as float32; a
+  # float64 tensor, which JAX could not hold, is left as it is.
   layer = tl.Tanh()
-  y = layer(np.linspace(-1, 1, 5))
-  assert y.dtype.name == 'float64'
+  assert layer(np.linspace(-1, 1, 5)).dtype.name == 'float32'
+  x64 = jnp.asarray(np.linspace(-1, 1, 5), dtype=jnp.float64)
+  assert layer(x64).dtype.name == 'float64'
 
 
 def test_glu_rejects_odd_last_axis():

@@ -30,7 +30,7 @@ CASES = [
     ('serial', lambda: tl.Serial(Scale(), Square(), tl.Dup(), tl.Add()), A,
      lambda a: 2 * (a * W) ** 2),
     ('serial_stack', lambda: tl.Serial(tl.Dup(), tl.Add(), tl.SubtractTop()),
-     (A, B), lambda a, b: 2 * a - b),
+     (A, B), lambda a, b: b - 2 * a),
     ('serial_nested_lists',
      lambda: tl.Serial([Square(), [Scale(), None]], Neg()),
      A, lambda a: -(a * a) * W),
@@ -58,9 +58,11 @@ CASES = [
     ('swap', tl.Swap, (A, B), lambda a, b: (b, a)),
     ('add', tl.Add, (A, B), lambda a, b: a + b),
     ('add_broadcast', tl.Add, (A, B[0]), lambda a, b: a + b),
-    ('subtract_top', tl.SubtractTop, (A, B), lambda a, b: a - b),
+    # trax/layers/combinators.py: SubtractTop is x1 - x0; Gate takes
+    # (memory, gate, candidate).
+    ('subtract_top', tl.SubtractTop, (A, B), lambda a, b: b - a),
     ('multiply', tl.Multiply, (A, B), lambda a, b: a * b),
-    ('gate', tl.Gate, (GATE, A, B), lambda g, a, b: g * a + (1 - g) * b),
+    ('gate', tl.Gate, (A, GATE, B), lambda a, g, b: g * a + (1 - g) * b),
     ('concatenate', tl.Concatenate, (A, B),
      lambda a, b: np.concatenate([a, b], -1)),
     ('concatenate_3_axis0', lambda: tl.Concatenate(3, axis=0), (A, B, C),

@@ -133,7 +133,9 @@ def test_chunk_threads_state_over_chunks(mode):
   y, state = _modes.run_layer(layer, zeros, mode)
   want = np.repeat([0., 1., 2.], 2)[:, None] * np.ones((1, 2))
   assert_outputs_close(y, want)
-  assert int(state[0]) == 3
+  # Trax's Chunk is Serial(ReshapeToChunks, Scan, ReshapeFromChunks) and a
+  # Scan's state is (sublayer_state, kept_carry) (trax/layers/combinators.py).
+  assert int(state[1][0]) == 3
 
 
 @pytest.mark.parametrize('mode', _modes.MODES)
@@ -153,10 +155,11 @@ def test_chunk_errors_and_zero_size():
   assert tl.Chunk(scale, 0) is scale
   with pytest.raises(ValueError, match=r'Chunk: chunk_size must be >= 0'):
     tl.Chunk(scale, -1)
-  strict = _init(tl.Chunk(Scale(), 2, pass_unchunkable=False), _x(5, 3))
-  with pytest.raises(tl.LayerError, match=r'Chunk_Scale: batch 5 does not '
-                     r'divide by chunk_size 2'):
-    strict(_x(5, 3))
+  # As in Trax, the batch is checked when the shapes are first traced, at
+  # init (the check sits in the ReshapeToChunks sublayer).
+  with pytest.raises(tl.LayerError, match=r'Chunk: batch size 5 is not a '
+                     r'multiple of chunk_size 2'):
+    _init(tl.Chunk(Scale(), 2, pass_unchunkable=False), _x(5, 3))
 
 
 def _center():

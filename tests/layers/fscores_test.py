@@ -10,17 +10,23 @@ from tests.layers import _metric_harness as h
 
 
 def ref_f_scores(predictions, targets, n_categories, beta):
-  """Per-category F-scores, one category at a time, 0/0 counted as 0."""
-  def ratio(a, b):
-    return a / b if b else 0.0
+  """Trax's per-category loop in float64: counts are Python sums over axis 0.
+
+  Returns F-scores and target counts of shape (n_categories,) + the shape
+  of one batch item, so multi-position targets score every position apart.
+  """
+  def non_nan(x):
+    return np.where(np.isnan(x), 0.0, x)
   scores, supports = [], []
-  for k in range(n_categories):
-    n_correct = np.sum((predictions == k) & (targets == k))
-    precision = ratio(n_correct, np.sum(predictions == k))
-    recall = ratio(n_correct, np.sum(targets == k))
-    scores.append(ratio((1 + beta**2) * precision * recall,
-                        beta**2 * precision + recall))
-    supports.append(np.sum(targets == k))
+  with np.errstate(invalid='ignore', divide='ignore'):
+    for k in range(n_categories):
+      n_correct = sum((predictions == k) & (targets == k)).astype(np.float64)
+      precision = non_nan(n_correct / sum(predictions == k))
+      n_targets = sum(targets == k).astype(np.float64)
+      recall = non_nan(n_correct / n_targets)
+      scores.append(non_nan((beta**2 + 1) * precision * recall /
+                            (beta**2 * precision + recall)))
+      supports.append(n_targets)
   return np.array(scores, np.float64), np.array(supports, np.float64)
 
 
@@ -37,9 +43,11 @@ def ref_weighted(out, targets, beta=1.0, start=0):
 
 
 @pytest.mark.parametrize('mode', h.MODES)
+@pytest.mark.parametrize('shape', [(12,), (6, 3)])
 @pytest.mark.parametrize('beta,start', [(1.0, 0), (2.0, 0), (0.5, 1)])
-def test_match_reference(mode, beta, start):
-  out, targets, _ = h.batch(0, shape=(6, 3), n_categories=4)
+def test_match_reference(mode, shape, beta, start):
+  # (6, 3) targets: Trax scores each of the 3 positions separately.
+  out, targets, _ = h.batch(0, shape=shape, n_categories=4)
   macro = tl.MacroAveragedFScore(beta=beta, initial_category_index=start)
   weighted = tl.WeightedFScore(beta=beta, initial_category_index=start)
   h.assert_close(h.run_layer(macro, (out, targets), mode),

@@ -96,16 +96,29 @@ def test_binary_cross_entropy_is_finite_for_large_logits():
   h.assert_close(tl.BinaryCrossEntropy()((logits, targets)), 30.0)
 
 
+def ref_trax_binary_cross_entropy_loss(probs, targets, weights):
+  """Trax's Serial(_BinaryCrossEntropy, _WeightedMean) in float64."""
+  p, t = probs.astype(np.float64), targets.astype(np.float64)
+  j = np.dot(t.T, np.log(p)) + np.dot((1 - t).T, np.log(1 - p))
+  j = -np.squeeze(j) / p.shape[0]
+  w = weights.astype(np.float64)
+  return float(np.sum(j * w) / np.sum(w))
+
+
 @pytest.mark.parametrize('mode', h.MODES)
-def test_binary_cross_entropy_loss(mode):
+@pytest.mark.parametrize('shape', [(6,), (6, 1), (3, 3)])
+def test_binary_cross_entropy_loss(mode, shape):
   rng = np.random.default_rng(4)
-  probs = rng.uniform(0.05, 0.95, size=(5, 2)).astype(np.float32)
-  targets = rng.integers(0, 2, size=(5, 2)).astype(np.float32)
-  weights = rng.uniform(size=(5, 2)).astype(np.float32)
+  probs = rng.uniform(0.05, 0.95, size=shape).astype(np.float32)
+  targets = rng.integers(0, 2, size=shape).astype(np.float32)
+  weights = rng.uniform(size=shape).astype(np.float32)
   got = h.run_layer(tl.BinaryCrossEntropyLoss(), (probs, targets, weights),
                     mode)
-  h.assert_close(got, ref_weighted_mean(ref_binary_entropies(probs, targets),
-                                        weights))
+  h.assert_close(got, ref_trax_binary_cross_entropy_loss(probs, targets,
+                                                         weights))
+  if len(shape) == 1 or shape[-1] == 1:
+    # Trax reduces the batch before weighting: the unweighted batch mean.
+    h.assert_close(got, np.mean(ref_binary_entropies(probs, targets)))
 
 
 # -- Hand-checked edge cases --------------------------------------------------
@@ -140,9 +153,9 @@ def test_all_zero_weights_give_zero(mode):
   for layer in (tl.WeightedCategoryCrossEntropy(), tl.CrossEntropyLoss(),
                 tl.CrossEntropyLossWithLogSoftmax(), tl.CrossEntropySum()):
     h.assert_close(h.run_layer(layer, (out, targets, zeros), mode), 0.0)
-  probs = np.full((4, 3), 0.5, np.float32)
+  probs = np.full((12,), 0.5, np.float32)
   h.assert_close(h.run_layer(tl.BinaryCrossEntropyLoss(),
-                             (probs, probs, zeros), mode), 0.0)
+                             (probs, probs, zeros.ravel()), mode), 0.0)
 
 
 def test_gradient_of_weighted_cross_entropy():
@@ -178,9 +191,13 @@ def test_bfloat16_logits_are_computed_in_float32():
 @pytest.mark.parametrize('make', [tl.CategoryCrossEntropy,
                                   tl.WeightedCategoryCrossEntropy])
 def test_label_smoothing_out_of_range(make):
-  with pytest.raises(ValueError, match=r'CrossEntropy: label_smoothing must '
-                     r'be between 0 and 1 \(or None\), got 1.5'):
-    make(label_smoothing=1.5)
+  # As in Trax, the layer builds and the range is checked when it runs.
+  layer = make(label_smoothing=1.5)
+  out, targets, weights = h.batch(7)
+  inputs = (out, targets, weights)[:layer.n_in]
+  h.assert_layer_value_error(
+      layer, inputs, r'CrossEntropy: label_smoothing must be between 0 and 1 '
+      r'\(or None\), got 1.5')
 
 
 def test_cross_entropy_shape_errors():
@@ -192,11 +209,15 @@ def test_cross_entropy_shape_errors():
   h.assert_layer_value_error(
       tl.WeightedCategoryCrossEntropy(), (out, targets, weights[..., None]),
       r'WeightedCategoryCrossEntropy: weights shape \(4, 3, 1\) does not '
-      r'match targets shape \(4, 3\)')
+      r'broadcast against targets shape \(4, 3\)')
   h.assert_layer_value_error(
-      tl.CrossEntropyLoss(), (out, targets, weights[0]),
-      r'CrossEntropyLoss: weights shape \(3,\) does not match targets shape '
-      r'\(4, 3\)')
+      tl.CrossEntropyLoss(), (out, targets, weights[:, 0]),
+      r'_WeightedMean: weights shape \(4,\) does not broadcast against '
+      r'values shape \(4, 3\)')
+  h.assert_layer_value_error(
+      tl.CrossEntropyLoss(), (out, targets[:, :1], weights),
+      r'_CrossEntropy: targets shape \(4, 1\) does not fit model_output '
+      r'shape \(4, 3, 5\)')
   h.assert_layer_value_error(
       tl.BinaryCrossEntropy(), (out[..., 0], targets[:, :1]),
       r'BinaryCrossEntropy: targets shape \(4, 1\) does not match '

@@ -6,6 +6,11 @@ replicas must return the single-device value of the full batch, also when
 the nonzero weights sit almost entirely on one replica. Gradients of a shared
 parameter, averaged over replicas (as the trainer does), must equal the
 single-device gradient.
+
+The exception is Trax's binary cross-entropy composition
+(`_BinaryCrossEntropy` then a weighted reduction): each replica first takes
+the mean over its own items, so the replicated value is the weighted
+combination of per-replica means that Trax's multi-core run gives too.
 """
 
 import json
@@ -68,7 +73,9 @@ metrics = {
     'WeightedSum': (tl.WeightedSum(), ('y', 'w')),
     'BinaryCrossEntropy': (tl.BinaryCrossEntropy(), ('y', 'bits')),
     'BinaryCrossEntropyLoss': (tl.BinaryCrossEntropyLoss(),
-                               ('probs', 'bits', 'w')),
+                               ('probs0', 'bits0', 'w0')),
+    'BinaryCrossEntropySum': (tl.BinaryCrossEntropySum(),
+                              ('probs0', 'bits0', 'w0')),
     'L2Loss': (tl.L2Loss(), ('y', 'y_target', 'w')),
     'SmoothL1Loss': (tl.SmoothL1Loss(), ('y', 'y_target', 'w')),
     'MacroAveragedFScore': (tl.MacroAveragedFScore(), ('out', 'targets')),
@@ -81,6 +88,9 @@ grad_metrics = ('WeightedCategoryCrossEntropy', 'L2Loss')
 
 def evaluate(inputs, scale):
   """All metric values, and d(metric)/d(scale) for a shared `scale`."""
+  # 1-D columns for Trax's binary cross-entropy composition.
+  inputs = dict(inputs, probs0=inputs['probs'][:, 0],
+                bits0=inputs['bits'][:, 0], w0=inputs['w'][:, 0])
   values, grads = {}, {}
   for name, (layer, keys) in metrics.items():
     args = tuple(inputs[k] for k in keys)
@@ -114,6 +124,19 @@ def replicated(*shards):
   return strategy.run(replica_fn, args=shards)
 
 
+def binary_per_replica(weights):
+  """Trax's multi-core binary cross-entropy loss and sum, in float64."""
+  p = arrays['probs'][:, 0].astype(np.float64)
+  t = arrays['bits'][:, 0].astype(np.float64)
+  w = weights[:, 0].astype(np.float64)
+  ce = -(t * np.log(p) + (1 - t) * np.log(1 - p))
+  means = ce.reshape(n_rep, per).mean(1)
+  w_rep = w.reshape(n_rep, per).sum(1)
+  total = float(np.sum(means * w_rep))
+  return {'BinaryCrossEntropyLoss': total / w.sum() if w.sum() else 0.0,
+          'BinaryCrossEntropySum': total}
+
+
 report = {'n_replicas': strategy.num_replicas_in_sync}
 for scenario, weights in scenarios.items():
   full = dict(arrays, w=weights)
@@ -128,6 +151,7 @@ for scenario, weights in scenarios.items():
       'replicas': local(per_replica),
       'grad_single': {k: float(v) for k, v in grads.items()},
       'grad_replicas': local(per_grads),
+      'binary_expected': binary_per_replica(weights),
   }
 print('REPORT' + json.dumps(report))
 '''
@@ -145,8 +169,8 @@ _METRICS = ['CategoryAccuracy', 'WeightedCategoryAccuracy',
             'CategoryCrossEntropy', 'WeightedCategoryCrossEntropy',
             'CrossEntropyLoss', 'CrossEntropyLossWithLogSoftmax',
             'CrossEntropySum', 'WeightedSum', 'BinaryCrossEntropy',
-            'BinaryCrossEntropyLoss', 'L2Loss', 'SmoothL1Loss',
-            'MacroAveragedFScore', 'WeightedFScore']
+            'L2Loss', 'SmoothL1Loss', 'MacroAveragedFScore', 'WeightedFScore']
+_BATCH_THEN_WEIGHT = ['BinaryCrossEntropyLoss', 'BinaryCrossEntropySum']
 _SCENARIOS = ['uneven', 'one_replica', 'all_zero']
 
 
@@ -164,11 +188,32 @@ def test_every_replica_sees_the_full_batch_value(report, scenario, metric):
   np.testing.assert_allclose(replicas, [single] * 4, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize('scenario', _SCENARIOS)
+@pytest.mark.parametrize('metric', _BATCH_THEN_WEIGHT)
+def test_binary_cross_entropy_composition_weights_replica_means(
+    report, scenario, metric):
+  replicas = report[scenario]['replicas'][metric]
+  want = report[scenario]['binary_expected'][metric]
+  np.testing.assert_allclose(replicas, [want] * 4, rtol=1e-5, atol=1e-6)
+
+
+def test_binary_cross_entropy_loss_single_device_ignores_weights(report):
+  # One device: the batch mean, whatever the (not all zero) weights; four
+  # replicas: their means weighted by each replica's weight, which differ.
+  uneven = report['uneven']
+  single = uneven['single']['BinaryCrossEntropyLoss']
+  assert single == pytest.approx(
+      report['one_replica']['single']['BinaryCrossEntropyLoss'], rel=1e-6)
+  assert uneven['binary_expected']['BinaryCrossEntropyLoss'] != (
+      pytest.approx(single, rel=1e-3))
+
+
 def test_all_zero_weights_give_documented_values(report):
   single = report['all_zero']['single']
   for name in ('WeightedCategoryAccuracy', 'Accuracy',
                'WeightedCategoryCrossEntropy', 'CrossEntropyLoss',
-               'CrossEntropySum', 'WeightedSum', 'L2Loss'):
+               'CrossEntropySum', 'WeightedSum', 'L2Loss',
+               'BinaryCrossEntropyLoss', 'BinaryCrossEntropySum'):
     assert single[name] == 0.0, name
   assert single['SequenceAccuracy'] == 1.0
 

@@ -4,6 +4,10 @@ import numpy as np
 import pytest
 
 from tfnp_trax import layers as tl
+from tfnp_trax.layers import fscores
+from tfnp_trax.layers import losses
+from tfnp_trax.layers import metrics
+from tests.layers import _check
 from tests.layers import _metric_harness as h
 
 
@@ -23,6 +27,13 @@ def ref_sequence_accuracy(predictions, targets, weights, n_seq_axes):
   ok = (predictions == targets) | (weights == 0)
   flat = ok.reshape(ok.shape[:ok.ndim - n_seq_axes] + (-1,))
   return float(np.mean(np.all(flat, axis=-1)))
+
+
+def ref_weighted_sequence_mean(predictions, targets, weights):
+  """Trax's `_WeightedSequenceMean` after `_Accuracy`, in float64."""
+  not_correct = (1.0 - (predictions == targets)) * weights.astype(np.float64)
+  per_item = not_correct.sum(axis=tuple(range(1, not_correct.ndim)))
+  return float(np.mean(1.0 - np.minimum(1.0, per_item)))
 
 
 # -- Values vs references -----------------------------------------------------
@@ -55,13 +66,14 @@ def test_masked_sequence_accuracy(mode):
 def test_sequence_accuracy(mode):
   out, targets, weights = h.batch(3, shape=(6, 2, 3), n_categories=2)
   got = h.run_layer(tl.SequenceAccuracy(), (out, targets, weights), mode)
-  # SequenceAccuracy judges everything after the batch axis as one sequence.
-  h.assert_close(got, ref_sequence_accuracy(np.argmax(out, -1), targets,
-                                            weights, n_seq_axes=2))
+  # SequenceAccuracy judges everything after the batch axis as one sequence,
+  # with Trax's partial credit for fractional weights.
+  h.assert_close(got, ref_weighted_sequence_mean(np.argmax(out, -1), targets,
+                                                 weights))
 
 
 @pytest.mark.parametrize('mode', h.MODES)
-def test_accuracy_with_multiclass_classifier(mode):
+def test_accuracy_with_default_arg_max_classifier(mode):
   out, targets, weights = h.batch(4)
   got = h.run_layer(tl.Accuracy(), (out, targets, weights), mode)
   h.assert_close(got, ref_weighted_accuracy(np.argmax(out, -1), targets,
@@ -130,9 +142,14 @@ def test_sequence_accuracy_ignores_wrong_positions_with_zero_weight():
   # Row 0 is wrong only where its weight is 0; row 1 is right everywhere.
   h.assert_close(tl.SequenceAccuracy()((out, targets, weights)), 1.0)
   h.assert_close(tl.MaskedSequenceAccuracy()((out, targets, weights)), 1.0)
-  weights[0, 2] = 0.1  # Any nonzero weight makes the wrong position count.
-  h.assert_close(tl.SequenceAccuracy()((out, targets, weights)), 0.5)
+  weights[0, 2] = 0.1
+  # MaskedSequenceAccuracy: any nonzero weight makes the position count.
   h.assert_close(tl.MaskedSequenceAccuracy()((out, targets, weights)), 0.5)
+  # SequenceAccuracy (Trax's _WeightedSequenceMean): row 0 loses only its
+  # weighted error 0.1, so (0.9 + 1.0) / 2.
+  h.assert_close(tl.SequenceAccuracy()((out, targets, weights)), 0.95)
+  weights[0, 2] = 3.0  # Errors are capped at 1 per row.
+  h.assert_close(tl.SequenceAccuracy()((out, targets, weights)), 0.5)
 
 
 # -- Bad input ----------------------------------------------------------------
@@ -148,30 +165,51 @@ def test_targets_shape_must_fit_model_output():
       r'are one-hot, pass jnp.argmax\(targets, axis=-1\)')
 
 
-def test_weights_shape_must_match_targets():
+def test_weights_must_broadcast_against_targets():
   out, targets, weights = h.batch(8)
   h.assert_layer_value_error(
       tl.WeightedCategoryAccuracy(), (out, targets, weights[:, 0]),
-      r'WeightedCategoryAccuracy: weights shape \(4,\) does not match targets '
-      r'shape \(4, 3\).*no implicit broadcasting.*'
+      r'WeightedCategoryAccuracy: weights shape \(4,\) does not broadcast '
+      r'against targets shape \(4, 3\).*'
       r'jnp.broadcast_to\(weights\[:, None\], \(4, 3\)\)')
   h.assert_layer_value_error(
       tl.MaskedSequenceAccuracy(), (out, targets, weights.T),
-      r'MaskedSequenceAccuracy: weights shape \(3, 4\) does not match '
-      r'targets shape \(4, 3\)')
+      r'MaskedSequenceAccuracy: weights shape \(3, 4\) does not broadcast '
+      r'against targets shape \(4, 3\)')
   h.assert_layer_value_error(
-      tl.WeightedSum(), (weights, weights[None]),
-      r'WeightedSum: weights shape \(1, 4, 3\) does not match values shape '
-      r'\(4, 3\)')
+      tl.WeightedSum(), (weights, weights[:2]),
+      r'WeightedSum: weights shape \(2, 3\) does not broadcast against '
+      r'values shape \(4, 3\)')
+
+
+def test_weights_broadcast_as_in_trax():
+  out, targets, weights = h.batch(8)
+  values = weights + 1.0
+  # A leading size-1 axis changes nothing.
+  h.assert_close(tl.WeightedSum()((values, weights[None])),
+                 np.sum(values.astype(np.float64) * weights))
+  # Row weights of shape (4, 1): the numerator broadcasts over the 3
+  # positions but the denominator sums only the 4 row weights.
+  rows = weights[:, :1] + 0.5
+  correct = (np.argmax(out, -1) == targets)
+  want = np.sum(correct * rows.astype(np.float64)) / np.sum(rows)
+  h.assert_close(tl.WeightedCategoryAccuracy()((out, targets, rows)), want)
+  h.assert_close(tl.Accuracy()((out, targets, rows)), want)
 
 
 def test_classifier_metrics_check_predictions_against_targets():
   out, targets, weights = h.batch(9)
   h.assert_layer_value_error(
       tl.Accuracy(), (out, targets[:, :1], weights[:, :1]),
-      r'Accuracy: targets shape \(4, 1\) does not match predictions shape '
+      r'_Accuracy: targets shape \(4, 1\) does not match predictions shape '
       r'\(4, 3\)')
   h.assert_layer_value_error(
       tl.SequenceAccuracy(), (out, targets, weights[:2]),
-      r'SequenceAccuracy: weights shape \(2, 3\) does not match targets '
-      r'shape \(4, 3\)')
+      r'_WeightedSequenceMean: weights shape \(2, 3\) does not broadcast '
+      r'against values shape \(4, 3\)')
+
+
+@pytest.mark.parametrize('module', [metrics, losses, fscores],
+                         ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+  _check.run_doctests(module)

@@ -81,7 +81,8 @@ def test_lstm_cell_init_shapes_and_forget_bias():
 
 
 def test_lstm_cell_rejects_wrong_state_depth():
-  with pytest.raises(tl.LayerError, match=r'LSTMCell_4: state last dim 4 '
+  # The cell is named 'LSTMCell', as in Trax (trax/layers/rnn.py).
+  with pytest.raises(tl.LayerError, match=r'LSTMCell: state last dim 4 '
                      r'must be 2 \* n_units = 8 \(state shape \(2, 4\)\)'):
     tl.LSTMCell(4).init((shapes.ShapeDtype((2, 3)),
                          shapes.ShapeDtype((2, 4))))
@@ -90,7 +91,7 @@ def test_lstm_cell_rejects_wrong_state_depth():
 def test_lstm_cell_rejects_input_depth_other_than_init():
   layer = tl.LSTMCell(4)
   layer.init((shapes.ShapeDtype((2, 3)), shapes.ShapeDtype((2, 8))))
-  with pytest.raises(tl.LayerError, match=r'LSTMCell_4: input last dim 5 does '
+  with pytest.raises(tl.LayerError, match=r'LSTMCell: input last dim 5 does '
                      r'not match the weights, built for inputs of depth 3 '
                      r'\(input shape \(2, 5\), kernel shape \(7, 16\)\)'):
     layer((jnp.ones((2, 5), jnp.float32), jnp.zeros((2, 8), jnp.float32)))
@@ -111,7 +112,7 @@ def test_gru_cell_matches_numpy(mode, rng):
 
 
 def test_gru_cell_rejects_wrong_state_depth():
-  with pytest.raises(tl.LayerError, match=r'GRUCell_4: state last dim 8 must '
+  with pytest.raises(tl.LayerError, match=r'GRUCell: state last dim 8 must '
                      r'be n_units = 4'):
     tl.GRUCell(4).init((shapes.ShapeDtype((2, 3)), shapes.ShapeDtype((2, 8))))
 

@@ -62,9 +62,14 @@ def check_against_reference(opt, ref_init, ref_update, mode='eager',
 
 
 def assert_opt_params(opt, want):
-  """`opt.opt_params` holds exactly `want`, each as a float32 scalar."""
+  """`opt.opt_params` holds exactly `want`, with Trax's scalar dtypes.
+
+  Trax stores `jnp.array(value)` (64-bit types off): Python floats become
+  float32 scalars and Python ints int32 ones.
+  """
   params = opt.opt_params
   assert set(params) == set(want)
   for name, value in want.items():
-    assert params[name].dtype == np.float32, name
-    assert params[name].numpy() == np.float32(value), name
+    dtype = np.int32 if isinstance(value, int) else np.float32
+    assert params[name].dtype == dtype, name
+    assert params[name].numpy() == dtype(value), name

@@ -86,8 +86,8 @@ def test_xla_matches_eager_without_retracing(name):
       opt, fastmath.jit(update, jit_compile=True))
   assert len(traces) == 1
   want, want_slots, want_stats = _run_steps(opt, opt.tree_update)
-  for a, b in zip(fastmath.tree_flatten((got, got_slots, got_stats)),
-                  fastmath.tree_flatten((want, want_slots, want_stats))):
+  for a, b in zip(fastmath.tree_leaves((got, got_slots, got_stats)),
+                  fastmath.tree_leaves((want, want_slots, want_stats))):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5,
                                atol=1e-6)
 
@@ -114,7 +114,7 @@ def test_bfloat16_weights_are_updated_in_float32_and_stay_bfloat16(name):
                                   want.astype('bfloat16').astype(
                                       jnp.float32).numpy())
   assert all(s.dtype.name in ('float32', 'bfloat16')
-             for s in fastmath.tree_flatten(slots))
+             for s in fastmath.tree_leaves(slots))
   # Further compiled steps keep the dtype and the slot structure.
   jitted = fastmath.jit(lambda *a: opt.tree_update(*a, store_slots=False))
   for step in (1, 2):

@@ -86,7 +86,8 @@ def test_sm3_zero_accumulator_gives_zero_step():
   g = jnp.asarray([0.0, 2.0], jnp.float32)
   new_w, slots = opt.update(0, g, w, opt.init(w), opt.opt_params)
   np.testing.assert_allclose(new_w.numpy(), [1.0, 0.0], atol=1e-6)
-  np.testing.assert_allclose(slots.accumulators[0].numpy(), [0.0, 4.0])
+  _, accumulators, _ = slots
+  np.testing.assert_allclose(accumulators[0].numpy(), [0.0, 4.0])
 
 
 @pytest.mark.parametrize('kwargs, n_graft, has_momentum', [
@@ -95,10 +96,14 @@ def test_sm3_zero_accumulator_gives_zero_step():
     ({'second_moment_averaging': 0.5}, 3, True),
 ])
 def test_sm3_slots(kwargs, n_graft, has_momentum):
-  slots = optimizers.SM3(**kwargs).init(jnp.zeros((2, 3, 4), jnp.float32))
-  assert [tuple(a.shape) for a in slots.accumulators] == [(2,), (3,), (4,)]
-  assert len(slots.graft_accumulators) == n_graft
-  assert (slots.momentum != ()) == has_momentum
+  momentum, accumulators, graft_accumulators = optimizers.SM3(
+      **kwargs).init(jnp.zeros((2, 3, 4), jnp.float32))
+  assert [tuple(a.shape) for a in accumulators] == [(2,), (3,), (4,)]
+  assert isinstance(accumulators, list)
+  assert isinstance(graft_accumulators, list)
+  assert len(graft_accumulators) == n_graft
+  # Without momentum Trax keeps an empty list in the momentum position.
+  assert (not isinstance(momentum, list)) == has_momentum
 
 
 def test_sm3_defaults_follow_trax():

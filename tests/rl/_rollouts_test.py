@@ -69,3 +69,19 @@ def test_steps_as_batch():
   y = _rollouts.steps_as_batch(x)
   assert y.shape == (6, 1, 4)
   np.testing.assert_array_equal(y[4, 0], x[1, 1])
+
+
+def test_value_target_is_the_reward_where_an_episode_ended():
+  # Trax's monte_carlo zeroes the caller's values at done steps in place so
+  # that values + advantages is the reward there; targets() gets the same
+  # target for every estimator without relying on that.
+  batch = make_batch()
+  for factory in (advantages.monte_carlo, advantages.td_k,
+                  advantages.td_lambda, advantages.gae):
+    t = _rollouts.targets(batch, lambda o: o[:, 0], GAMMA,
+                          factory(GAMMA, 1))
+    done = batch.done > 0
+    np.testing.assert_allclose(t.value_targets[done], t.rewards[done],
+                               rtol=1e-6)
+    np.testing.assert_allclose(t.value_targets[~done],
+                               (t.values + t.advantages)[~done], rtol=1e-6)

@@ -60,7 +60,9 @@ def ref_lambda_return_from_n_step(rewards, values, dones, margin):
   return out
 
 
-def ref_td_k(rewards, values, dones, mask, k):
+def ref_td_k(rewards, values, dones, mask, k, stop_at_done):
+  """Trax's TD-k (whole window, target = reward at a done step); with
+  `stop_at_done` the window ends at its first done instead."""
   batch, length = rewards.shape
   out = np.zeros((batch, length - k))
   for b in range(batch):
@@ -68,12 +70,14 @@ def ref_td_k(rewards, values, dones, mask, k):
       total, discount, ended = 0.0, 1.0, False
       for j in range(k):
         total += discount * rewards[b, i + j]
-        if dones[b, i + j]:
+        if stop_at_done and dones[b, i + j]:
           ended = True
           break
         discount *= GAMMA if mask[b, i + j] else 1.0
       if not ended:
         total += discount * values[b, i + k]
+      if dones[b, i]:
+        total = rewards[b, i]
       out[b, i] = total - values[b, i]
   return out
 
@@ -102,12 +106,28 @@ def test_td_lambda_equals_gae(masked):
       advantages.gae(GAMMA, 1, LAMBDA)(r, ret, v, d, m), rtol=1e-10)
 
 
+@pytest.mark.parametrize('stop_at_done', [False, True])
 @pytest.mark.parametrize('masked', [False, True])
 @pytest.mark.parametrize('k', [1, 2, 4])
-def test_td_k_matches_loop(masked, k):
+def test_td_k_matches_loop(masked, k, stop_at_done):
   r, ret, v, d, m = make_inputs(seed=3, masked=masked)
-  got = advantages.td_k(GAMMA, k)(r, ret, v, d, m)
-  np.testing.assert_allclose(got, ref_td_k(r, v, d, m, k), rtol=1e-12)
+  got = advantages.td_k(GAMMA, k, stop_at_done=stop_at_done)(r, ret, v, d, m)
+  np.testing.assert_allclose(got, ref_td_k(r, v, d, m, k, stop_at_done),
+                             rtol=1e-12)
+
+
+def test_td_k_variants_differ_only_when_an_episode_ends_inside_a_window():
+  r, ret, v, d, m = make_inputs(seed=3)
+  trax_way = advantages.td_k(GAMMA, 3)(r, ret, v, d, m)
+  stopped = advantages.td_k(GAMMA, 3, stop_at_done=True)(r, ret, v, d, m)
+  differs = ~np.isclose(trax_way, stopped, rtol=1e-12, atol=0.0)
+  inside = np.zeros_like(differs)
+  for i in range(differs.shape[1]):
+    inside[:, i] = d[:, i + 1:i + 3].any(axis=1) & ~d[:, i]
+  np.testing.assert_array_equal(differs, inside)
+  np.testing.assert_allclose(advantages.td_k(GAMMA, 1)(r, ret, v, d, m),
+                             advantages.td_k(GAMMA, 1, stop_at_done=True)(
+                                 r, ret, v, d, m), rtol=1e-12)
 
 
 def test_monte_carlo_zeroes_values_where_done():
@@ -142,5 +162,5 @@ def test_bad_shapes_and_margins_are_explained():
   with pytest.raises(ValueError, match=r'gae: values.shape \(3, 6\) does '
                      r'not match rewards.shape \(3, 7\)'):
     advantages.gae(GAMMA, 1)(r, ret, v[:, :6], d)
-  with pytest.raises(ValueError, match=r'td_k: margin 0 must be in \[1, 6\]'):
+  with pytest.raises(ValueError, match=r'td_k: margin 0 must be in \[1, 7\]'):
     advantages.td_k(GAMMA, 0)(r, ret, v, d)

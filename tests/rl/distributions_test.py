@@ -123,8 +123,9 @@ def test_create_distribution_for_spaces():
 
 
 def test_unsupported_space_names_the_space():
-  with pytest.raises(TypeError, match=r'create_distribution: the action '
-                     r'space Text\(.*\) \(Text\) is not supported'):
+  with pytest.raises(TypeError, match=r'create_distribution: the space '
+                     r'Text\(.*\) of type gymnasium\.spaces\.text\.Text is '
+                     r'not supported'):
     distributions.create_distribution(gym.spaces.Text(5))
   with pytest.raises(TypeError, match=r'MultiDiscrete'):
     distributions.create_distribution(gym.spaces.MultiDiscrete([2, 3]))

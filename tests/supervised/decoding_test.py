@@ -1,6 +1,7 @@
 """Autoregressive sampling: the cache agrees with recomputing the prefix."""
 
 import doctest
+import importlib
 
 import numpy as np
 import pytest
@@ -161,5 +162,219 @@ def test_errors_name_the_problem(lm_pair):
 
 def test_docstring_examples():
   result = doctest.testmod(decoding, extraglobs={
+      'models': models, 'shapes': shapes, 'jnp': jnp})
+  assert result.attempted > 0 and result.failed == 0
+
+
+# -- Beam search --------------------------------------------------------------
+
+
+def _predict_copy(full):
+  """A predict-mode TransformerLM with `full`'s weights and its own steps."""
+  model = models.TransformerLM(VOCAB, mode='predict', **CONFIG)
+  model.init(shapes.ShapeDtype((2, 1), jnp.int32))
+  model.weights = full.weights
+  return model
+
+
+def _same_tree(a, b):
+  return all(np.array_equal(x, y) for x, y in zip(fastmath.tree_flatten(a),
+                                                   fastmath.tree_flatten(b)))
+
+
+def test_beam_search_with_one_beam_is_greedy_sampling(lm_pair, rng):
+  _, cached, fresh = lm_pair
+  prompt = rng.integers(1, VOCAB, size=(2, 3)).astype(np.int32)
+  for inputs in (None, prompt):
+    cached.state = fresh
+    greedy = decoding.autoregressive_sample(
+        cached, inputs=inputs, batch_size=2, temperature=0.0, eos_id=-1,
+        max_length=7)
+    cached.state = fresh
+    (tokens, scores), = decoding.beam_search(
+        cached, inputs=inputs, batch_size=2, n_beams=1, eos_id=-1,
+        max_length=7)
+    np.testing.assert_array_equal(tokens, greedy)
+    assert tokens.dtype == np.int32 and scores.shape == (2,)
+    assert _same_tree(cached.state, fresh)  # Beam search leaves the state.
+
+
+def test_beam_search_scores_are_the_eval_models_and_trace_twice(lm_pair,
+                                                                rng):
+  full, _, _ = lm_pair
+  model = _predict_copy(full)
+  traces = []
+  pure_fn = model.pure_fn
+
+  def counting_pure_fn(*args, **kwargs):
+    traces.append(tuple(args[0].shape))  # Runs only while tracing.
+    return pure_fn(*args, **kwargs)
+  model.pure_fn = counting_pure_fn
+  prompt = rng.integers(1, VOCAB, size=(2, 2)).astype(np.int32)
+  alpha = 0.6
+  for _ in range(2):
+    beams = decoding.beam_search(model, inputs=prompt, batch_size=2,
+                                 n_beams=3, eos_id=-1, max_length=6,
+                                 length_penalty=alpha)
+  assert traces == [(6, 3), (6, 1)]  # Prompt, then single tokens; reused.
+  assert len(beams) == 3
+  # Every beam's score is the full-prefix model's log-probability of its
+  # tokens (after the prompt), length-normalized: the reordered cache
+  # gives the same logits as recomputing.
+  for tokens, scores in beams:
+    assert tokens.shape == (2, 6)
+    sequence = np.concatenate([prompt, tokens], axis=1)
+    log_probs = np.asarray(full(jnp.asarray(sequence)), np.float64)
+    log_probs -= np.log(np.exp(log_probs).sum(-1, keepdims=True))
+    picked = np.take_along_axis(log_probs[:, 1:], sequence[:, 1:, None],
+                                axis=2)[..., 0][:, prompt.shape[1] - 1:]
+    np.testing.assert_allclose(scores, picked.sum(1) / (11 / 6) ** alpha,
+                               rtol=1e-4, atol=1e-4)
+  all_scores = np.stack([s for _, s in beams], axis=1)
+  assert (np.diff(all_scores, axis=1) <= 0).all()  # Best first.
+  for row in range(2):
+    assert len({tuple(t[row]) for t, _ in beams}) == 3  # Distinct beams.
+
+
+def test_encoder_decoder_beam_search_with_one_beam_is_greedy(rng):
+  small = dict(d_model=8, d_ff=16, n_heads=2, n_encoder_layers=1,
+               n_decoder_layers=1, max_len=8, dropout=0.0)
+  source = rng.integers(1, 9, size=(2, 5)).astype(np.int32)
+  model = models.Transformer(9, mode='predict', **small)
+  model.init(shapes.signature((jnp.asarray(source),
+                               jnp.zeros((2, 1), jnp.int32))))
+  fresh = model.state
+  kwargs = dict(inputs=source, batch_size=2, eos_id=-1, max_length=5)
+  greedy = decoding.autoregressive_sample(model, temperature=0.0, **kwargs)
+  model.state = fresh
+  (tokens, _), = decoding.beam_search(model, n_beams=1, **kwargs)
+  np.testing.assert_array_equal(tokens, greedy)
+  # The encoder's cached outputs are copied to every beam.
+  beams = decoding.beam_search(model, n_beams=3, **kwargs)
+  assert [t.shape for t, _ in beams] == [(2, 5)] * 3
+
+
+def _markov_model(table):
+  """Next-token log-probs given only the previous token: `table[prev]`."""
+  model = tl.Embedding(len(table), len(table))
+  model.init(shapes.ShapeDtype((1, 1), jnp.int32))
+  model.weights = jnp.asarray(table, jnp.float32)
+  return model
+
+
+def _exhaustive(table, prev, n_beams, eos_id, max_length, alpha):
+  """The best `n_beams` (score, tokens) over every possible output."""
+  found = []
+
+  def extend(prev, tokens, log_prob):
+    if tokens and (tokens[-1] == eos_id or len(tokens) == max_length):
+      found.append((log_prob / ((5 + len(tokens)) / 6) ** alpha,
+                    tuple(tokens)))
+      return
+    for token in range(len(table)):
+      extend(token, tokens + [token], log_prob + table[prev, token])
+  extend(prev, [], 0.0)
+  return sorted(found, key=lambda f: -f[0])[:n_beams]
+
+
+def _beam_search_is_exact(table, prev, n_beams, eos_id, max_length, alpha):
+  """Whether the best beams of each length grow out of shorter best beams.
+
+  Then keeping the best `n_beams` at every step loses nothing, and beam
+  search must return exactly what the exhaustive search finds.
+  """
+  for length in range(2, max_length + 1):
+    best = _exhaustive(table, prev, n_beams, eos_id, length, alpha)
+    shorter = {t for _, t in _exhaustive(table, prev, n_beams, eos_id,
+                                         length - 1, alpha)}
+    if not all(t[:length - 1] in shorter for _, t in best):
+      return False
+  return True
+
+
+def _random_table(seed, vocab):
+  logits = np.random.RandomState(seed).normal(size=(vocab, vocab))
+  return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize('alpha', [0.0, 0.6, 2.0])
+@pytest.mark.parametrize('eos_id', [-1, 1])
+def test_beam_search_equals_exhaustive_search(alpha, eos_id):
+  vocab, n_beams, max_length, prompts = 4, 3, 4, (2, 3)
+
+  def suits(table):
+    # Beam search is provably exact, and with an eos some best beam ends
+    # early (so finished beams are ranked against live ones).
+    exact = all(_beam_search_is_exact(table, p, n_beams, eos_id, max_length,
+                                      alpha) for p in prompts)
+    ended = any(len(seq) < max_length for p in prompts for _, seq in
+                _exhaustive(table, p, n_beams, eos_id, max_length, alpha))
+    return exact and (eos_id < 0 or ended)
+  seed = next(s for s in range(300) if suits(_random_table(s, vocab)))
+  table = _random_table(seed, vocab)
+  beams = decoding.beam_search(
+      _markov_model(table), inputs=np.array(prompts)[:, None], batch_size=2,
+      n_beams=n_beams, eos_id=eos_id, max_length=max_length,
+      length_penalty=alpha)
+  for row, prev in enumerate(prompts):
+    want = _exhaustive(table, prev, n_beams, eos_id, max_length, alpha)
+    for (tokens, scores), (score, seq) in zip(beams, want):
+      padded = list(seq) + [0] * (tokens.shape[1] - len(seq))
+      assert tokens[row].tolist() == padded  # 0s after eos.
+      np.testing.assert_allclose(scores[row], score, rtol=1e-5, atol=1e-5)
+
+
+def test_beam_search_with_a_beam_per_token_is_exact_for_two_steps():
+  # With n_beams == vocabulary size the first step keeps every token, so
+  # the second step sees every sequence: exact for any table.
+  table = _random_table(0, 4)
+  for eos_id, alpha in ((1, 1.0), (2, 0.0), (-1, 0.6)):
+    beams = decoding.beam_search(_markov_model(table), n_beams=4,
+                                 eos_id=eos_id, max_length=2,
+                                 length_penalty=alpha)
+    want = _exhaustive(table, 0, 4, eos_id, 2, alpha)
+    got = [(float(s[0]), tuple(t[0][:len(w)]))
+           for (t, s), (_, w) in zip(beams, want)]
+    assert [g[1] for g in got] == [w[1] for w in want]
+    np.testing.assert_allclose([g[0] for g in got], [w[0] for w in want],
+                               rtol=1e-5)
+
+
+def test_beam_search_stops_when_every_beam_has_ended():
+  # Token 1 (eos) is by far the likeliest after the start token.
+  table = np.log(np.full((3, 3), 0.05))
+  table[:, 1] = np.log(0.9)
+  beams = decoding.beam_search(_markov_model(table), n_beams=2, eos_id=1,
+                               max_length=10, length_penalty=0.0)
+  assert beams[0][0].tolist() == [[1, 0]]  # Ended at once, then padding.
+  np.testing.assert_allclose(beams[0][1], [np.log(0.9)], rtol=1e-6)
+  assert beams[1][0].shape == (1, 2) and beams[1][0][0, 1] == 1
+
+
+def test_beam_search_errors_name_the_numbers(lm_pair):
+  _, cached, fresh = lm_pair
+  cached.state = fresh
+  with pytest.raises(ValueError, match=r'beam_search: n_beams=14 is larger '
+                     r'than the vocabulary: the model scores 13 tokens'):
+    decoding.beam_search(cached, batch_size=2, n_beams=14, max_length=5,
+                         accelerate=False)
+  with pytest.raises(ValueError, match=r'beam_search: max_length=20 needs 20 '
+                     r'positions \(0 already in the cache, 1 prompt tokens '
+                     r'and 19 fed back\) but layer (PositionalEncoding|'
+                     r'DotProductCausalAttention) supports at most 12\. '
+                     r'Lower max_length to 12'):
+    decoding.beam_search(cached, batch_size=2, max_length=20)
+  with pytest.raises(ValueError, match=r'beam_search: inputs must have shape '
+                     r'\(batch_size=1, length\), got shape \(2, 3\)'):
+    decoding.beam_search(cached, inputs=np.ones((2, 3), np.int32))
+  with pytest.raises(ValueError, match=r'n_beams must be a positive int, '
+                     r'got 0'):
+    decoding.beam_search(cached, batch_size=2, n_beams=0)
+  assert _same_tree(cached.state, fresh)
+
+
+def test_beam_search_docstring_example():
+  module = importlib.import_module('tfnp_trax.supervised._beam_search')
+  result = doctest.testmod(module, extraglobs={
       'models': models, 'shapes': shapes, 'jnp': jnp})
   assert result.attempted > 0 and result.failed == 0

@@ -112,7 +112,8 @@ def checked_input(x, sig, name, where):
                                 [d for _, d in known]))
     expected = tuple('None' if d is None else d for d in sig.shape)
     message = (f'{where}: input `{name}` must have shape '
-               f'{expected} (None: any size) and dtype {sig.dtype.name}')
+               f'{expected} (None: any size) and dtype '
+               f'{tf.as_dtype(sig.dtype).name}')
     tf.debugging.Assert(ok, [message + '; got shape', shape])
     gate = tf.debugging.check_numerics(
         tf.where(ok, 0.0, float('nan')), message + '; got another shape')

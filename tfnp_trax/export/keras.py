@@ -206,7 +206,7 @@ class AsKeras(keras.layers.Layer):
       shape = tuple(s.shape)
       if unknown_batch and shape:
         shape = (None,) + shape[1:]
-      return keras.KerasTensor(shape, dtype=s.dtype.name)
+      return keras.KerasTensor(shape, dtype=tf.as_dtype(s.dtype).name)
     return fastmath.nested_map(spec, out)
 
   # -- Saving --------------------------------------------------------------

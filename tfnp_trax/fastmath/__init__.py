@@ -22,6 +22,10 @@ from tfnp_trax.fastmath.control_flow import scan
 from tfnp_trax.fastmath.control_flow import vmap
 from tfnp_trax.fastmath.devices import device_count
 from tfnp_trax.fastmath.devices import local_device_count
+from tfnp_trax.fastmath.dtypes import canonicalize_array
+from tfnp_trax.fastmath.dtypes import canonicalize_dtype
+from tfnp_trax.fastmath.dtypes import promote_args
+from tfnp_trax.fastmath.dtypes import result_type
 from tfnp_trax.fastmath.nn_ops import avg_pool
 from tfnp_trax.fastmath.nn_ops import conv
 from tfnp_trax.fastmath.nn_ops import max_pool
@@ -67,4 +71,6 @@ __all__ = [
     'custom_vjp', 'grad', 'jit', 'stop_gradient', 'value_and_grad', 'vjp',
     'nested_map', 'nested_map_multiarg', 'tree_flatten', 'tree_leaves',
     'tree_unflatten', 'psum', 'pmean', 'pmax', 'all_gather',
+    'canonicalize_array', 'canonicalize_dtype', 'promote_args',
+    'result_type',
 ]

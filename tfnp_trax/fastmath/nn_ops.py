@@ -1,5 +1,8 @@
 """Convolution and pooling in Trax's `fastmath` form (channels last)."""
 
+import itertools
+
+import numpy as onp
 import tensorflow as tf
 
 __all__ = ['conv', 'avg_pool', 'max_pool', 'sum_pool']
@@ -73,29 +76,133 @@ def _dilate_kernel(kernel, dilation):
   return kernel
 
 
+# Integer and boolean inputs. Trax pools with
+# `lax.reduce_window(x, init, op, ...)` and a float init value: -inf for max,
+# 0. for sum and for the sum under an average. JAX 0.4.30's reduce_window
+# first looks for a monoid shortcut: a concrete scalar init equal to the
+# identity of `op` (0 for add, the float32 max identity -inf for max) picks
+# reduce_window_sum / reduce_window_max on the operand alone. The init
+# value's dtype is never compared with the operand's, and the init is a
+# Python float, concrete even under jit, so the shortcut is always taken:
+#   - max_pool of int32 is int32 (padding never wins: the shortcut pads with
+#     the operand dtype's own identity, its minimum) and of bool is bool;
+#   - sum_pool of int32 is int32, with integer (wrapping) sums;
+#   - avg_pool of int32 divides those int32 sums by int32 window sizes, and
+#     JAX's `/` on two int32 arrays is float32 true division;
+#   - sum_pool and avg_pool of bool fail: reduce_window_sum requires a
+#     number dtype.
+# TensorFlow's pooling kernels take floats only, so for these inputs each
+# window is reduced from strided slices, one per window offset.
+
+
+def _is_int_or_bool(x):
+  return x.dtype.is_integer or x.dtype == tf.bool
+
+
+def _explicit_pads(spatial, pool_size, strides, padding):
+  """Per-axis (low, high) pads as XLA's SAME / VALID define them."""
+  if not isinstance(padding, str):
+    return [tuple(p) for p in padding]
+  if padding == 'VALID':
+    return [(0, 0)] * len(pool_size)
+  pads = []
+  for size, k, s in zip(spatial, pool_size, strides):
+    total = max((-(-size // s) - 1) * s + k - size, 0)
+    pads.append((total // 2, total - total // 2))
+  return pads
+
+
+def _window_reduce(x, pool_size, strides, padding, combine, fill):
+  """Reduces each window of integer or boolean `x` with `combine`."""
+  spatial = x.shape[1:-1]
+  if None in spatial:
+    raise ValueError(f'pooling integer inputs needs static spatial sizes, '
+                     f'got shape {tuple(x.shape)}.')
+  pads = _explicit_pads(spatial, pool_size, strides, padding)
+  if any(p != (0, 0) for p in pads):
+    x = tf.pad(x, [(0, 0)] + pads + [(0, 0)], constant_values=fill)
+  outs = [(size + lo + hi - k) // s + 1 for size, (lo, hi), k, s in
+          zip(spatial, pads, pool_size, strides)]
+  result = None
+  for offsets in itertools.product(*(range(k) for k in pool_size)):
+    index = (slice(None),) + tuple(
+        slice(o, o + (n - 1) * s + 1, s)
+        for o, n, s in zip(offsets, outs, strides)) + (slice(None),)
+    piece = x[index]
+    result = piece if result is None else combine(result, piece)
+  return result
+
+
+def _check_number(x, what):
+  if x.dtype == tf.bool:
+    raise TypeError(f'{what}: the input must have a number dtype, got bool '
+                    f'(as in Trax, whose reduce_window_sum rejects it).')
+
+
+def _int_max_pool(x, pool_size, strides, padding):
+  if x.dtype == tf.bool:
+    return _window_reduce(x, pool_size, strides, padding, tf.logical_or,
+                          False)
+  lowest = onp.iinfo(x.dtype.as_numpy_dtype).min
+  return _window_reduce(x, pool_size, strides, padding, tf.maximum, lowest)
+
+
+def _int_sum_pool(x, pool_size, strides, padding):
+  return _window_reduce(x, pool_size, strides, padding, tf.add, 0)
+
+
+def _int_avg_pool(x, pool_size, strides, padding):
+  sums = _int_sum_pool(x, pool_size, strides, padding)
+  # Window sizes (real cells only) depend on static sizes alone, so they
+  # are computed here in NumPy; the division is JAX's int / int -> float32.
+  ones = onp.ones((1,) + tuple(x.shape[1:-1]) + (1,), onp.int32)
+  counts = _window_reduce(tf.constant(ones), pool_size, strides, padding,
+                          tf.add, 0)
+  return tf.cast(sums, tf.float32) / tf.cast(counts, tf.float32)
+
+
 def _pool(x, pool_size, strides, padding, kind):
+  x = tf.convert_to_tensor(x)
   padding = _padding(padding)
   # As in Trax, windows move by one step along each axis by default.
   strides = strides or (1,) * len(pool_size)
+  if _is_int_or_bool(x):
+    if kind == 'MAX':
+      return _int_max_pool(x, pool_size, strides, padding)
+    _check_number(x, 'avg_pool')
+    return _int_avg_pool(x, pool_size, strides, padding)
   return tf.nn.pool(x, window_shape=list(pool_size), pooling_type=kind,
                     strides=list(strides), padding=padding)
 
 
 def max_pool(x, pool_size, strides=None, padding='VALID'):
-  """Max pooling over the spatial axes of a channels-last input."""
+  """Max pooling over the spatial axes of a channels-last input.
+
+  Integer and boolean inputs keep their dtype, as in Trax.
+  """
   return _pool(x, pool_size, strides, padding, 'MAX')
 
 
 def avg_pool(x, pool_size, strides=None, padding='VALID'):
-  """Average pooling; with SAME padding, border windows average fewer cells."""
+  """Average pooling; with SAME padding, border windows average fewer cells.
+
+  Integer inputs give float32 means, as in Trax; boolean inputs are an error.
+  """
   return _pool(x, pool_size, strides, padding, 'AVG')
 
 
 def sum_pool(x, pool_size, strides=None, padding='VALID'):
-  """Sum pooling: window sums (average pool times the window size)."""
+  """Sum pooling: window sums (average pool times the window size).
+
+  Integer inputs give integer sums of their own dtype, as in Trax; boolean
+  inputs are an error.
+  """
   x = tf.convert_to_tensor(x)
   padding = _padding(padding)
   strides = strides or (1,) * len(pool_size)  # As in _pool.
+  if _is_int_or_bool(x):
+    _check_number(x, 'sum_pool')
+    return _int_sum_pool(x, pool_size, strides, padding)
   channels = x.shape[-1]
   if (len(pool_size) == 2 and isinstance(padding, str) and
       strides[0] == strides[1]):

@@ -1,5 +1,8 @@
 """tfnp_trax.layers, imported as `tl`: layers, combinators, metrics."""
 
+from tfnp_trax.layers.acceleration import Accelerate
+from tfnp_trax.layers.acceleration import on_accelerator
+from tfnp_trax.layers.acceleration import on_cpu
 from tfnp_trax.layers.activation_fns import Elu
 from tfnp_trax.layers.activation_fns import Exp
 from tfnp_trax.layers.activation_fns import FastGelu
@@ -17,6 +20,9 @@ from tfnp_trax.layers.activation_fns import Softplus
 from tfnp_trax.layers.activation_fns import Swish
 from tfnp_trax.layers.activation_fns import Tanh
 from tfnp_trax.layers.activation_fns import ThresholdedLinearUnit
+from tfnp_trax.layers.assert_shape import AssertFunction
+from tfnp_trax.layers.assert_shape import AssertShape
+from tfnp_trax.layers.assert_shape import assert_shape
 from tfnp_trax.layers.attention import Attention
 from tfnp_trax.layers.attention import AttentionQKV
 from tfnp_trax.layers.attention import DotProductAttention
@@ -33,9 +39,12 @@ from tfnp_trax.layers.positional import ShiftRight
 from tfnp_trax.layers.base import EMPTY_STATE
 from tfnp_trax.layers.base import EMPTY_WEIGHTS
 from tfnp_trax.layers.base import Fn
+from tfnp_trax.layers.base import GET_STATE_FROM_CACHE
+from tfnp_trax.layers.base import GET_WEIGHTS_FROM_CACHE
 from tfnp_trax.layers.base import Layer
 from tfnp_trax.layers.base import LayerError
 from tfnp_trax.layers.base import PureLayer
+from tfnp_trax.layers.base import to_list
 from tfnp_trax.layers.combinators import Add
 from tfnp_trax.layers.combinators import Branch
 from tfnp_trax.layers.combinators import Concatenate
@@ -85,6 +94,8 @@ from tfnp_trax.layers.flow import Chunk
 from tfnp_trax.layers.flow import Cond
 from tfnp_trax.layers.flow import Scan
 from tfnp_trax.layers.flow import SerialWithSideOutputs
+from tfnp_trax.layers.general_gru_cell import ConvGRUCell
+from tfnp_trax.layers.general_gru_cell import GeneralGRUCell
 from tfnp_trax.layers.initializers import AtariConvInit
 from tfnp_trax.layers.initializers import GlorotNormalInitializer
 from tfnp_trax.layers.initializers import GlorotUniformInitializer
@@ -113,6 +124,7 @@ from tfnp_trax.layers.fscores import MacroAveragedFScore
 from tfnp_trax.layers.fscores import WeightedFScore
 from tfnp_trax.layers.losses import BinaryCrossEntropy
 from tfnp_trax.layers.losses import BinaryCrossEntropyLoss
+from tfnp_trax.layers.losses import BinaryCrossEntropySum
 from tfnp_trax.layers.losses import CategoryCrossEntropy
 from tfnp_trax.layers.losses import CrossEntropyLoss
 from tfnp_trax.layers.losses import CrossEntropyLossWithLogSoftmax
@@ -128,6 +140,12 @@ from tfnp_trax.layers.metrics import WeightedCategoryAccuracy
 from tfnp_trax.layers.metrics import WeightedSum
 from tfnp_trax.layers.regression_losses import L2Loss
 from tfnp_trax.layers.regression_losses import SmoothL1Loss
+from tfnp_trax.layers.mixture_density import multigaussian_loss
+from tfnp_trax.layers.sampling import ThresholdToBinary
+from tfnp_trax.layers.sampling import logsoftmax_sample
+from tfnp_trax.layers.summaries import PrintShape
+from tfnp_trax.layers.summaries import SummaryImage
+from tfnp_trax.layers.summaries import SummaryScalar
 from tfnp_trax.layers import initializers
 
 __all__ = [
@@ -138,7 +156,8 @@ __all__ = [
     'Elu', 'Exp', 'FastGelu', 'Gelu', 'Glu', 'HardSigmoid', 'HardTanh',
     'LeakyRelu', 'Log', 'ParametricRelu', 'Relu', 'Selu', 'Sigmoid',
     'Softplus', 'Swish', 'Tanh', 'ThresholdedLinearUnit', 'EMPTY_STATE',
-    'EMPTY_WEIGHTS', 'Fn', 'Layer', 'LayerError', 'PureLayer', 'Add',
+    'EMPTY_WEIGHTS', 'Fn', 'GET_STATE_FROM_CACHE', 'GET_WEIGHTS_FROM_CACHE',
+    'Layer', 'LayerError', 'PureLayer', 'to_list', 'Add',
     'Branch', 'Concatenate', 'Drop', 'Dup', 'FlattenList', 'Gate',
     'Multiply', 'Parallel', 'Residual', 'Select', 'Serial', 'Split',
     'SubtractTop', 'Swap', 'CausalConv', 'CausalDepthwiseConv', 'Conv',
@@ -156,12 +175,18 @@ __all__ = [
     'RandomNormalInitializer', 'RandomUniformInitializer',
     'ScaledInitializer', 'AvgPool', 'MaxPool', 'SumPool',
     'GRU', 'GRUCell', 'LSTM', 'LSTMCell', 'MakeZeroState', 'SRU',
+    'ConvGRUCell', 'GeneralGRUCell',
     'initializers',
     'MacroAveragedFScore', 'WeightedFScore', 'BinaryCrossEntropy',
-    'BinaryCrossEntropyLoss', 'CategoryCrossEntropy', 'CrossEntropyLoss',
+    'BinaryCrossEntropyLoss', 'BinaryCrossEntropySum',
+    'CategoryCrossEntropy', 'CrossEntropyLoss',
     'CrossEntropyLossWithLogSoftmax', 'CrossEntropySum',
     'WeightedCategoryCrossEntropy', 'Accuracy', 'BinaryClassifier',
     'CategoryAccuracy', 'MaskedSequenceAccuracy', 'MulticlassClassifier',
     'SequenceAccuracy', 'WeightedCategoryAccuracy', 'WeightedSum', 'L2Loss',
     'SmoothL1Loss',
+    'Accelerate', 'on_accelerator', 'on_cpu', 'AssertFunction',
+    'AssertShape', 'assert_shape', 'multigaussian_loss',
+    'ThresholdToBinary', 'logsoftmax_sample', 'PrintShape', 'SummaryImage',
+    'SummaryScalar',
 ]

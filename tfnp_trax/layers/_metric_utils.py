@@ -1,13 +1,22 @@
-"""Shared pieces of the metric layers: strict shape checks and exact means.
+"""Shared pieces of the metric layers: shape checks and exact means.
 
 Every metric that averages reduces to `numerator / denominator` where both are
 sums over the batch. On several replicas each replica holds a shard of the
 batch, so both sums are added up across replicas (`fastmath.psum`, one
 collective for the pair) before dividing: the value every replica sees is the
 value of the whole batch, however unevenly the weights are spread. Outside a
-multi-replica context `psum` is the identity.
+multi-replica context `psum` is the identity. (Trax instead divides each
+core's numerator by `_n_weights_per_core`, the psum of the weights over the
+number of cores; averaged over cores, as both trainers do, the two agree.)
 
-A zero denominator (all weights zero, or an empty batch) gives 0.0, never NaN.
+Weights broadcast against the values as in Trax: the numerator is
+`sum(values * weights)` over the broadcast product while the denominator is
+`sum(weights)` over the weights as given, so weights of shape (batch, 1)
+against values of shape (batch, length) give `length` times the mean. Shapes
+that do not broadcast at all raise a ValueError naming the metric.
+
+A zero denominator (all weights zero, or an empty batch) gives 0.0 where Trax
+gives NaN, so that a fully padded evaluation batch cannot stop training.
 
 Gradients: inside a replica, the gradient of such a metric with respect to
 that replica's inputs is `n_replicas` times its share of the full-batch
@@ -19,8 +28,9 @@ gives exactly the full-batch gradient.
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 
-__all__ = ['as_array', 'result_dtype', 'check_targets_fit_output',
-           'check_same_shape', 'safe_divide', 'global_ratio',
+__all__ = ['as_array', 'result_dtype', 'leading_size',
+           'check_targets_fit_output', 'check_same_shape',
+           'check_broadcastable', 'safe_divide', 'global_ratio',
            'global_weighted_mean', 'global_mean']
 
 _TARGETS_MSG = (
@@ -28,6 +38,10 @@ _TARGETS_MSG = (
     '{output}: expected targets of shape {expected} (one integer category per '
     'output vector, i.e. model_output.shape[:-1]). If the targets are one-hot, '
     'pass jnp.argmax(targets, axis=-1) instead.')
+
+_BROADCAST_MSG = (
+    '{metric}: {name} shape {got} does not broadcast against {ref_name} '
+    'shape {ref}. {fix}')
 
 _SAME_SHAPE_MSG = (
     '{metric}: {name} shape {got} does not match {ref_name} shape {ref}; '
@@ -47,6 +61,14 @@ def result_dtype(x):
   batch and counts stay exact enough.
   """
   return jnp.float64 if x.dtype == jnp.float64 else jnp.float32
+
+
+def leading_size(x):
+  """The size of axis 0: a Python int when static, else a scalar tensor."""
+  n = x.shape[0]
+  if n is not None:
+    return n
+  return jnp.size(x) // jnp.size(x[0])
 
 
 def _dims(x):
@@ -91,6 +113,22 @@ def check_same_shape(metric, name, x, ref_name, ref):
         fix=_broadcast_hint(name, got, want)))
 
 
+def _broadcasts(a, b):
+  if a is None or b is None:
+    return True
+  return all(x is None or y is None or x == y or x == 1 or y == 1
+             for x, y in zip(reversed(a), reversed(b)))
+
+
+def check_broadcastable(metric, name, x, ref_name, ref):
+  """Raises ValueError unless `x` broadcasts against `ref` (NumPy rules)."""
+  got, want = _dims(x), _dims(ref)
+  if not _broadcasts(got, want):
+    raise ValueError(_BROADCAST_MSG.format(
+        metric=metric, name=name, got=got, ref_name=ref_name, ref=want,
+        fix=_broadcast_hint(name, got, want)))
+
+
 def safe_divide(numerator, denominator):
   """numerator / denominator, and 0 where the denominator is 0.
 
@@ -108,7 +146,11 @@ def global_ratio(numerator, denominator):
 
 
 def global_weighted_mean(values, weights):
-  """sum(values * weights) / sum(weights) over the whole (replicated) batch."""
+  """sum(values * weights) / sum(weights) over the whole (replicated) batch.
+
+  This is Trax's `_WeightedMean`: `weights` broadcast in the product, and the
+  denominator sums them as given. Computed in `result_dtype(values)`.
+  """
   dtype = result_dtype(values)
   values = values.astype(dtype)
   weights = weights.astype(dtype)

@@ -7,6 +7,12 @@ and mark with True (or 1) the keys that may be attended to.
 
 Modes: 'train' applies attention dropout; 'eval' and 'predict' do not;
 'viz' behaves like 'eval' and keeps the attention strengths in the state.
+
+Names follow Trax: the compound layers are unnamed Serials. Trax also wraps
+several of them (and SplitIntoHeads, MergeHeads, ShiftRight, PaddingMask) in
+`assert_shape` checks, which add an outer Serial and invisible AssertShape
+layers to what they print; tfnp_trax has no shape-assert layers, so those
+wrappers are absent here.
 """
 
 from tfnp_trax.layers import _attention_core as core_attn
@@ -46,10 +52,10 @@ def Attention(d_feature, n_heads=1, dropout=0.0, mode='train'):
   Returns:
     A layer with n_in=2, n_out=2.
   """
+  # Unnamed, as in Trax (which also wraps it in shape asserts; see below).
   return cb.Serial(
       cb.Select([0, 0, 0]),
-      AttentionQKV(d_feature, n_heads=n_heads, dropout=dropout, mode=mode),
-      name='Attention')
+      AttentionQKV(d_feature, n_heads=n_heads, dropout=dropout, mode=mode))
 
 
 def AttentionQKV(d_feature, n_heads=1, dropout=0.0, mode='train',
@@ -78,7 +84,7 @@ def AttentionQKV(d_feature, n_heads=1, dropout=0.0, mode='train',
     if sparsity is None:
       return core.Dense(d_feature)
     if sparsity == 'noop':
-      return cb.Serial(name='NoOp')
+      return cb.Serial()  # The identity, as in Trax.
     raise NotImplementedError(
         f'AttentionQKV: {what}={sparsity!r} is not supported; use None (a '
         f'Dense projection) or \'noop\' (no projection).')
@@ -92,8 +98,7 @@ def AttentionQKV(d_feature, n_heads=1, dropout=0.0, mode='train',
       cb.Parallel(projection(q_sparsity, 'q_sparsity'), kv_projection(),
                   kv_projection()),
       PureAttention(n_heads=n_heads, dropout=dropout, mode=mode),
-      projection(result_sparsity, 'result_sparsity'),
-      name='AttentionQKV')
+      projection(result_sparsity, 'result_sparsity'))
 
 
 class PureAttention(base.Layer):

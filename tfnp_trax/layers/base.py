@@ -18,13 +18,14 @@ import numpy as onp
 
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import abstract
+from tfnp_trax.fastmath import dtypes
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.fastmath import random as frandom
 from tfnp_trax.fastmath import transforms
 
 __all__ = ['Layer', 'PureLayer', 'Fn', 'LayerError', 'EMPTY_WEIGHTS',
            'EMPTY_STATE', 'GET_WEIGHTS_FROM_CACHE', 'GET_STATE_FROM_CACHE',
-           'is_cache_marker']
+           'is_cache_marker', 'to_list']
 
 EMPTY_WEIGHTS = ()
 EMPTY_STATE = ()
@@ -137,7 +138,8 @@ class Layer:
   def __init__(self, n_in=1, n_out=1, name=None, sublayers_to_print=None):
     self._n_in = n_in
     self._n_out = n_out
-    self._name = name or type(self).__name__
+    # Only None means 'use the class name': Trax keeps an explicit ''.
+    self._name = type(self).__name__ if name is None else name
     self._sublayers = ()
     self._sublayers_to_print = sublayers_to_print
     self._weights = EMPTY_WEIGHTS
@@ -156,10 +158,16 @@ class Layer:
       text += f'_in{self.n_in}'
     if self.n_out != 1:
       text += f'_out{self.n_out}'
-    if not self.sublayers:
+    # As in Trax, `sublayers_to_print` lists the objects to show in place of
+    # the sublayers (Branch passes its raw arguments, so None or a list of
+    # layers print as such); [] shows none, None shows all sublayers. Items
+    # that print as '' (unnamed one-in/one-out layers) are left out.
+    subs = (self.sublayers if self._sublayers_to_print is None else
+            self._sublayers_to_print)
+    if not subs:
       return text
-    subs = self._sublayers_to_print or self.sublayers
-    inner = '\n'.join('  ' + repr(s).replace('\n', '\n  ') for s in subs)
+    texts = [t for t in (str(s) for s in subs) if t]
+    inner = '\n'.join('  ' + t.replace('\n', '\n  ') for t in texts)
     return f'{text}[\n{inner}\n]'
 
   # -- To override -------------------------------------------------------
@@ -345,6 +353,8 @@ class Layer:
     """
     if _overlay() is not None:
       return self._pure_fn(x, weights, state, rng, use_cache)
+    # The outermost call is where data enters, as it enters jnp in Trax.
+    x = _canonical_inputs(x, self._n_in)
     _THREAD.overlay = {}
     try:
       return self._pure_fn(x, weights, state, rng, use_cache)
@@ -475,7 +485,42 @@ def _signatures_of(tree):
 
 
 def _numpy_to_tensor(x):
-  return jnp.asarray(x) if isinstance(x, (onp.ndarray, onp.generic)) else x
+  if not isinstance(x, (onp.ndarray, onp.generic)):
+    return x
+  # As in JAX with x64 disabled: float64 weights become float32, and so on.
+  return jnp.asarray(dtypes.canonicalize_array(x))
+
+
+_SCALARS = (bool, int, float, complex, onp.generic)
+
+
+def _is_scalar_list(x):
+  """True for a non-empty (nested) list of scalars: an array literal."""
+  return isinstance(x, list) and bool(x) and all(
+      isinstance(v, _SCALARS) or _is_scalar_list(v) for v in x)
+
+
+def _canonical_array(x):
+  """A NumPy array or list input in the dtype `jnp.asarray` gives it.
+
+  Trax runs with x64 disabled, so inside a jitted step, or once they meet a
+  `jnp` function, NumPy int64, uint64, float64 and complex128 inputs (what
+  `np.array([1, 2])` and `np.arange` make) are their 32-bit siblings. The
+  cast runs in NumPy, before any graph; tensors and Python scalars (weakly
+  typed) pass unchanged.
+  """
+  if _is_scalar_list(x):
+    x = onp.asarray(x)
+  return dtypes.canonicalize_array(x)
+
+
+def _canonical_inputs(x, n_in):
+  # A tuple, or a list for a layer with several inputs, is the data stack.
+  is_stack = ((isinstance(x, tuple) and not hasattr(x, '_fields')) or
+              (isinstance(x, list) and n_in != 1))
+  if is_stack:
+    return type(x)(_canonical_array(v) for v in x)
+  return _canonical_array(x)
 
 
 def _map_keep_markers(f, tree):
@@ -508,29 +553,54 @@ class PureLayer(Layer):
 def Fn(name, f, n_out=1):  # pylint: disable=invalid-name
   """A weightless layer computing `f`; `n_in` is the number of f's args.
 
+  As in Trax, every positional parameter of `f` is one input, so `f` may not
+  have default values, `*args` or `**kwargs`. Keyword-only parameters are
+  not inputs and are not checked (`functools.partial(g, k=2)` has one).
+
   Example:
     >>> layer = Fn('Double', lambda x: 2 * x)
     >>> float(layer(1.0))
     2.0
 
   Args:
-    name: the layer's name, used in errors and printing.
-    f: a function of positional tensor arguments (no defaults counted).
+    name: the layer's name, used in errors and printing ('' or None: 'Fn').
+    f: a function of positional tensor arguments.
     n_out: how many outputs `f` returns (a tuple if more than one).
 
   Returns:
     A PureLayer.
+
+  Raises:
+    ValueError: if `f` has a default argument, `*args` or `**kwargs`.
   """
-  params = inspect.signature(f).parameters
-  for p in params.values():
-    if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-      raise ValueError(f'Fn {name}: the function may not take *args or '
-                       f'**kwargs; give it explicit positional arguments.')
-    if p.kind == p.KEYWORD_ONLY and p.default is p.empty:
-      raise ValueError(f'Fn {name}: keyword-only argument {p.name!r} needs a '
-                       f'default; inputs are passed positionally.')
-  n_in = sum(1 for p in params.values()
-             if p.default is p.empty and p.kind != p.KEYWORD_ONLY)
+  name = name or 'Fn'
+  params = list(inspect.signature(f).parameters.values())
+  positional = [p for p in params
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  fix = ('bind the extra parameters first, e.g. Fn(name, lambda x: f(x, '
+         'k=2)) or Fn(name, functools.partial(f, k=2))')
+  # Checked in Trax's order: defaults, then **kwargs, then *args.
+  with_default = [p.name for p in positional if p.default is not p.empty]
+  if with_default:
+    raise ValueError(
+        f'Fn {name}: function has default arguments (not allowed): '
+        f'{", ".join(with_default)} in {_describe(f)}. Fn passes '
+        f'inputs positionally and counts every positional parameter as one '
+        f'input, so a default arg cannot make a parameter optional; {fix}.')
+  var_kw = [p.name for p in params if p.kind == p.VAR_KEYWORD]
+  if var_kw:
+    raise ValueError(
+        f'Fn {name}: function has keyword arguments (not allowed): '
+        f'**{var_kw[0]} in {_describe(f)}. Inputs are passed '
+        f'positionally; {fix}.')
+  var_pos = [p.name for p in params if p.kind == p.VAR_POSITIONAL]
+  if var_pos:
+    raise ValueError(
+        f'Fn {name}: function has variable args (not allowed): '
+        f'*{var_pos[0]} in {_describe(f)}. The number of inputs must '
+        f'be fixed: give the function one positional parameter per input, '
+        f'e.g. lambda x0, x1: ... for two inputs.')
+  n_in = len(positional)
   if n_in == 1:
     forward = f
   else:
@@ -540,3 +610,27 @@ def Fn(name, f, n_out=1):  # pylint: disable=invalid-name
         raise ValueError(f'Fn {name}: expected {n_in} inputs, got {got}.')
       return f(*xs)
   return PureLayer(forward, n_in=n_in, n_out=n_out, name=name)
+
+
+def _describe(f):
+  """`f`'s name and signature, for error messages."""
+  label = getattr(f, '__name__', type(f).__name__)
+  return f'{label}{inspect.signature(f)}'
+
+
+def to_list(outputs):
+  """Layer outputs as nested Python lists, for plain `==` comparisons.
+
+  Example:
+    >>> to_list((jnp.array([1, 2]), jnp.array([[3]])))
+    [[1, 2], [[3]]]
+
+  Args:
+    outputs: one array, or a tuple/list of arrays (a layer's outputs).
+
+  Returns:
+    `outputs.tolist()`, or a list with that for each array.
+  """
+  if isinstance(outputs, (list, tuple)):
+    return [onp.asarray(y).tolist() for y in outputs]
+  return onp.asarray(outputs).tolist()

@@ -38,8 +38,7 @@ def ConfigurableAttention(q_layer, k_layer, v_layer, final_layer,
       ),
       qkv_attention_layer,
       attention.MergeHeads(n_heads),
-      final_layer,
-      name='ConfigurableAttention')
+      final_layer)  # Unnamed, as in Trax.
 
 
 def CausalAttention(d_feature, n_heads=1, dropout=0.0,

@@ -69,10 +69,9 @@ class Parallel(base.Layer):
   """Runs each sublayer on its own slice of the stack, side by side."""
 
   def __init__(self, *sublayers, name=None):
-    # None stands for the identity on one input.
-    layers = [Select([0]) if l is None else
-              (Serial(l) if isinstance(l, (list, tuple)) else l)
-              for l in sublayers]
+    # As in Trax, None (or []) is an empty Serial: the identity on one input.
+    layers = [Serial(l) if isinstance(l, (list, tuple)) else
+              (Serial() if l is None else l) for l in sublayers]
     layers = _stack.ensure_flat(layers)
     super().__init__(n_in=sum(l.n_in for l in layers),
                      n_out=sum(l.n_out for l in layers), name=name)
@@ -114,30 +113,34 @@ class Parallel(base.Layer):
 def Branch(*layers, name='Branch'):  # pylint: disable=invalid-name
   """Runs each layer on copies of the same inputs; stacks all outputs.
 
-  `None` stands for the identity on the first input. A single layer is
-  returned as is.
+  `None` (or `[]`) stands for the identity on the first input; a list of
+  layers runs in series. A single layer is returned as is.
+
+  As in Trax, the result prints its arguments as given: in
+  `Branch(None, [Dense(2), Relu()])` the branches print as `None` and as the
+  Python list `[Dense_2, Relu]`.
   """
-  layers = [Select([0]) if l is None else l for l in layers]
   if len(layers) == 1:
     layer = layers[0]
+    if layer is None:
+      return Serial()
     return Serial(layer) if isinstance(layer, (list, tuple)) else layer
-  parallel_layers = []
-  indices = []
-  for layer in layers:
-    layer = Serial(layer) if isinstance(layer, (list, tuple)) else layer
-    parallel_layers.append(layer)
-    indices.extend(range(layer.n_in))
-  return Serial(Select(indices), Parallel(*parallel_layers), name=name,
+  parallel_layer = Parallel(*layers)
+  indices = [i for layer in parallel_layer.sublayers
+             for i in range(layer.n_in)]
+  return Serial(Select(indices), parallel_layer, name=name,
                 sublayers_to_print=layers)
 
 
 def Residual(*layers, shortcut=None):  # pylint: disable=invalid-name
-  """Adds the output of `layers` to `shortcut` (identity by default)."""
+  """Adds the output of `layers` to `shortcut` (identity by default).
+
+  Built as Trax builds it, an unnamed `Serial(Branch(shortcut, body), Add())`,
+  so it prints as `Serial[...]`.
+  """
   layers = _stack.ensure_flat(layers)
   body = layers[0] if len(layers) == 1 else Serial(*layers)
-  return Serial(Branch(shortcut, body), Add(), name='Residual',
-                sublayers_to_print=[body] if shortcut is None else
-                [body, shortcut])
+  return Serial(Branch(shortcut, body), Add())
 
 
 def Select(indices, n_in=None, name=None):  # pylint: disable=invalid-name
@@ -145,12 +148,13 @@ def Select(indices, n_in=None, name=None):  # pylint: disable=invalid-name
 
   Example: `Select([0, 0, 1])` turns `(a, b)` into `(a, a, b)`.
   """
+  # Named from the indices as given, as in Trax: a tuple prints as (0,1).
+  name = name or f'Select{indices}'.replace(' ', '')
   indices = list(indices)
   n_in = n_in if n_in is not None else (max(indices) + 1 if indices else 0)
   if indices and max(indices) >= n_in:
     raise ValueError(f'Select: index {max(indices)} is out of range for '
                      f'n_in={n_in}.')
-  name = name or f'Select{indices}'.replace(' ', '')
 
   def select(xs):
     xs = xs if isinstance(xs, (list, tuple)) and n_in != 1 else (xs,)
@@ -197,8 +201,8 @@ def Add():  # pylint: disable=invalid-name
 
 
 def SubtractTop():  # pylint: disable=invalid-name
-  """Subtracts the top item from the one below it: `x0 - x1`."""
-  return _binary('SubtractTop', lambda a, b: a - b)
+  """Subtracts the top item from the one below it: `x1 - x0`, as in Trax."""
+  return _binary('SubtractTop', lambda x0, x1: x1 - x0)
 
 
 def Multiply():  # pylint: disable=invalid-name
@@ -207,22 +211,30 @@ def Multiply():  # pylint: disable=invalid-name
 
 
 def Gate():  # pylint: disable=invalid-name
-  """Blends two inputs: `gate * x + (1 - gate) * xhat`."""
+  """Blends `(memory, gate, candidate)`: `g * memory + (1 - g) * candidate`.
+
+  The input order is Trax's: the gate is the second stack item.
+  """
   # ones_like, not 1.0: a Python float is a float32 here and would promote
   # bfloat16 inputs to float32.
-  return base.Fn('Gate', lambda gate, x, xhat: (
-      gate * x + (jnp.ones_like(gate) - gate) * xhat))
+  return base.Fn('Gate', lambda memory, gate, candidate: (
+      gate * memory + (jnp.ones_like(gate) - gate) * candidate))
 
 
 def Concatenate(n_items=2, axis=-1):  # pylint: disable=invalid-name
-  """Concatenates the top `n_items` stack items along `axis`."""
+  """Concatenates the top `n_items` stack items along `axis`.
+
+  As in Trax, the name records a non-default axis: `Concatenate(axis=0)`
+  prints as `Concatenate_axis0_in2`.
+  """
   if n_items < 2:
     raise ValueError(f'Concatenate: n_items must be at least 2, got '
                      f'{n_items}.')
+  name = 'Concatenate' if axis == -1 else f'Concatenate_axis{axis}'
 
   def concat(xs):
     return jnp.concatenate(list(xs), axis=axis)
-  return base.PureLayer(concat, n_in=n_items, n_out=1, name='Concatenate')
+  return base.PureLayer(concat, n_in=n_items, n_out=1, name=name)
 
 
 def Split(n_items=2, axis=-1):  # pylint: disable=invalid-name

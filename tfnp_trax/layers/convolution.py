@@ -3,6 +3,11 @@
 Data is channels last by default (`('NHWC', 'HWIO', 'NHWC')`) and kernels are
 `[*window, in_channels, filters]`, as in Trax. Kernels and biases are cast to
 the input's dtype, so bfloat16 inputs give bfloat16 outputs.
+
+Integer and boolean inputs: `Conv` and its variants reject them, as Trax does
+(its `lax.conv_general_dilated` requires the input and the float32 kernel to
+have one dtype, and does no promotion). `CausalDepthwiseConv` multiplies
+element-wise, so there JAX's promotion applies: int32 inputs give float32.
 """
 
 from tfnp_trax import fastmath
@@ -14,6 +19,10 @@ from tfnp_trax.layers import core
 from tfnp_trax.layers import initializers as init
 
 __all__ = ['Conv', 'Conv1d', 'CausalConv', 'CausalDepthwiseConv']
+
+# Why integer inputs are an error (see the module docstring).
+_SAME_DTYPE_AS_KERNEL = ('Trax rejects it too: its convolution needs the '
+                         "input in the float kernel's dtype.")
 
 
 class Conv(base.Layer):
@@ -70,7 +79,7 @@ class Conv(base.Layer):
         init.GlorotNormalInitializer(rhs.index('O'), rhs.index('I')))
 
   def forward(self, x):
-    core.check_float(self.name, x)
+    core.check_float(self.name, x, _SAME_DTYPE_AS_KERNEL)
     w, b = self.weights if self._use_bias else (self.weights, None)
 
     def conv(xc, wc):
@@ -160,7 +169,8 @@ class CausalDepthwiseConv(base.Layer):
   """Per-channel causal convolution: y[t, d] = sum_i x[t - i, d] w[i, d].
 
   Input `[..., time, depth]`; weights `w[kernel_size, depth]`; steps before
-  the start count as zeros. The output has the input's shape and dtype.
+  the start count as zeros. The output has the input's shape, and a float
+  input's dtype; integer inputs give float32, as Trax's `x * w` does.
   """
 
   def __init__(self, kernel_size=3,
@@ -172,7 +182,9 @@ class CausalDepthwiseConv(base.Layer):
     self._use_bfloat16 = use_bfloat16
 
   def forward(self, x):
-    w = self.weights.astype(x.dtype)
+    x = x if hasattr(x, 'dtype') else jnp.asarray(x)
+    dtype = core.compute_dtype(self.name, x, self.weights)
+    x, w = core.cast_to(x, dtype), core.cast_to(self.weights, dtype)
     if x.ndim < 2 or x.shape[-1] != w.shape[-1]:
       raise ValueError(f'{self.name}: input depth (last axis of shape '
                        f'{tuple(x.shape)}) must be {w.shape[-1]}, as '

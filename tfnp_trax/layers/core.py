@@ -8,15 +8,69 @@ from tfnp_trax.layers import initializers as init
 
 __all__ = ['Dense', 'Embedding', 'Dropout', 'Flatten', 'LogSoftmax',
            'Softmax', 'LogSumExp', 'Mean', 'Sum', 'Min', 'Max', 'ArgMax',
-           'Negate', 'StopGradient', 'check_float', 'log_softmax']
+           'Negate', 'StopGradient', 'check_float', 'compute_dtype',
+           'cast_to', 'log_softmax']
+
+_FLOAT_NAMES = ('bfloat16', 'float16', 'float32', 'float64')
 
 
-def check_float(layer_name, x):
-  """Raises a TypeError naming `layer_name` unless `x` is floating-point."""
-  if not fastmath.is_float(x):
-    raise TypeError(f'{layer_name}: expects a floating-point input, got '
-                    f'dtype {x.dtype.name} with shape {tuple(x.shape)}. Cast '
-                    f'integer ids with tl.ToFloat() or embed them first.')
+def _dtype_name(x):
+  return getattr(x.dtype, 'name', str(x.dtype))
+
+
+def check_float(layer_name, x, why=''):
+  """Raises a TypeError naming `layer_name` unless `x` is floating-point.
+
+  Args:
+    layer_name: the layer's name, for the message.
+    x: the input array.
+    why: an optional reason, a sentence added to the message.
+  """
+  if _dtype_name(x) not in _FLOAT_NAMES:
+    why = f' {why}' if why else ''
+    raise TypeError(f'{layer_name}: expects a floating-point input, got dtype '
+                    f'{_dtype_name(x)} with shape {tuple(x.shape)}.{why} '
+                    f'Cast integer ids with tl.ToFloat() or embed them first.')
+
+
+def compute_dtype(layer_name, x, *weights):
+  """The dtype in which input `x` meets `weights` inside a layer.
+
+  Floating inputs keep their dtype and the weights are cast to it, so
+  bfloat16 activations stay bfloat16. Integer and boolean inputs promote
+  with the weights by JAX's rules, as Trax's `jnp.dot(x, w)` does: int32 ids
+  meeting float32 weights compute in float32 (not NumPy's float64), and
+  bfloat16 weights give bfloat16.
+
+  Args:
+    layer_name: the layer's name, for the error message.
+    x: the input array.
+    *weights: the weight arrays `x` is combined with.
+
+  Returns:
+    A dtype (`x.dtype` itself for floating inputs).
+
+  Raises:
+    TypeError: naming the layer, for inputs that are neither floating,
+      integer nor boolean (e.g. strings or complex numbers).
+  """
+  name = _dtype_name(x)
+  if name in _FLOAT_NAMES:
+    return x.dtype
+  if name == 'bool' or name.startswith(('int', 'uint')):
+    return fastmath.result_type(x, *weights)
+  raise TypeError(f'{layer_name}: expects a floating-point, integer or '
+                  f'boolean input, got dtype {name} with shape '
+                  f'{tuple(x.shape)}.')
+
+
+def cast_to(x, dtype):
+  """`x` in `dtype`; returned as it is (no Cast op) when it already is."""
+  return x if x.dtype == dtype else x.astype(dtype)
+
+
+def _as_array(x):
+  return x if hasattr(x, 'dtype') else jnp.asarray(x)
 
 
 class Dense(base.Layer):
@@ -24,8 +78,9 @@ class Dense(base.Layer):
 
   Weights are `(W, b)` with W `[in_dim, n_units]`, or just W if
   `use_bias=False`; with `use_bfloat16` they are stored in bfloat16. The
-  weights are cast to the input's dtype, so bfloat16 inputs give bfloat16
-  outputs.
+  weights are cast to a floating input's dtype, so bfloat16 inputs give
+  bfloat16 outputs; integer and boolean inputs promote with the weights as
+  in JAX (int32 ids and float32 weights give float32).
 
   Example:
     >>> layer = Dense(4)
@@ -49,19 +104,21 @@ class Dense(base.Layer):
     self._use_bfloat16 = use_bfloat16
 
   def forward(self, x):
-    check_float(self.name, x)
+    x = _as_array(x)
     w = self.weights[0] if self._use_bias else self.weights
     if w is base.EMPTY_WEIGHTS or not hasattr(w, 'shape'):
       raise ValueError(f'{self.name}: has no weights; call '
                        f'layer.init(shapes.signature(x)) first.')
+    dtype = compute_dtype(self.name, x, w)
     if x.shape[-1] != w.shape[0]:
       raise ValueError(
           f'{self.name}: input last dim {x.shape[-1]} does not match weights '
           f'in_dim {w.shape[0]} (input shape {tuple(x.shape)}, weights shape '
           f'{tuple(w.shape)}). Re-run init with the new input signature.')
-    y = jnp.matmul(x, w.astype(x.dtype))
+    y = jnp.matmul(cast_to(x, dtype), cast_to(w, dtype))
     if self._use_bias:
-      y = y + self.weights[1].astype(x.dtype)
+      # jnp.add, unlike `+`, adds no no-op Cast ops when dtypes agree.
+      y = jnp.add(y, cast_to(self.weights[1], dtype))
     return y
 
   def init_weights_and_state(self, input_signature):
@@ -103,9 +160,11 @@ class Embedding(base.Layer):
     self._kernel_initializer = kernel_initializer
 
   def forward(self, x):
-    if fastmath.is_float(x):
+    x = _as_array(x)
+    if not _dtype_name(x).startswith(('int', 'uint')):
+      # Trax's jnp.take rejects float and boolean indices alike.
       raise TypeError(f'{self.name}: expects integer ids, got dtype '
-                      f'{x.dtype.name} with shape {tuple(x.shape)}. Cast '
+                      f'{_dtype_name(x)} with shape {tuple(x.shape)}. Cast '
                       f'with x.astype(jnp.int32).')
     ids = jnp.clip(x.astype(jnp.int32), 0, self._vocab_size - 1)
     embedded = jnp.take(self.weights, ids, axis=0)
@@ -126,7 +185,9 @@ class Dropout(base.Layer):
   In 'train' mode each entry is kept with probability 1 - rate and scaled by
   1 / (1 - rate), so the expected output equals the input; other modes are
   the identity. As in Trax, the state holds the rate (a float32 scalar); a
-  state dict `{layer.name: rate}` overrides the rate at run time.
+  state dict `{layer.name: rate}` overrides the rate at run time. Integer
+  and boolean inputs come out float32 in 'train' mode, as Trax's float mask
+  makes them.
 
   Args:
     rate: probability of dropping each entry, in [0, 1).
@@ -158,9 +219,15 @@ class Dropout(base.Layer):
     if self._mode != 'train':
       return x
     rate = self._initial_rate
-    if isinstance(self.state, dict) and self.name in self.state:
+    rate_from_state = isinstance(self.state, dict) and self.name in self.state
+    if rate_from_state:
       rate = self.state[self.name]
-    elif rate == 0.0:
+    if not fastmath.is_float(x):
+      # Trax multiplies by the float mask keep / keep_prob, so integer and
+      # boolean inputs promote as JAX's int32 * (mask / Python float) does:
+      # to float32, even when nothing is dropped.
+      x = x.astype(fastmath.result_type(x, 1.0 - rate))
+    if not rate_from_state and rate == 0.0:
       return x
     shape = list(x.shape)
     for axis in self._shared_axes:
@@ -201,8 +268,29 @@ def Flatten(n_axes_to_keep=1):  # pylint: disable=invalid-name
   return base.Fn(f'Flatten_keep{n_axes_to_keep}', flatten)
 
 
+def _to_float(x):
+  """Integer or boolean `x` in float32, as JAX's float-only functions take it.
+
+  JAX's `logsumexp`, `mean` and friends first promote such inputs with a
+  weak float (int32 -> float32); TensorFlow's NumPy mode would give float64
+  or reject them. Floating inputs are returned as they are.
+  """
+  x = _as_array(x)
+  if _dtype_name(x) in _FLOAT_NAMES:
+    return x
+  return cast_to(x, fastmath.result_type(x, 1.0))
+
+
+# JAX sums booleans and narrow integers in its default integer width (int32
+# or uint32 with x64 disabled); NumPy's rule would widen int32 to int64.
+_SUM_DTYPES = {'bool': 'int32', 'int8': 'int32', 'int16': 'int32',
+               'int32': 'int32', 'uint8': 'uint32', 'uint16': 'uint32',
+               'uint32': 'uint32'}
+
+
 def log_softmax(x, axis=-1):  # pylint: disable=invalid-name
   """x - logsumexp(x): log-probabilities along `axis`, computed stably."""
+  x = _to_float(x)
   return x - fastmath.logsumexp(x, axis=axis, keepdims=True)
 
 
@@ -219,18 +307,23 @@ def Softmax(axis=-1):  # pylint: disable=invalid-name
 
 def LogSumExp(axis=-1):  # pylint: disable=invalid-name
   """log(sum(exp(x))) along `axis`, kept as a size-1 axis (as in Trax)."""
-  return base.Fn('LogSumExp',
-                 lambda x: fastmath.logsumexp(x, axis=axis, keepdims=True))
+  return base.Fn('LogSumExp', lambda x: fastmath.logsumexp(
+      _to_float(x), axis=axis, keepdims=True))
 
 
 def Mean(axis=-1, keepdims=False):  # pylint: disable=invalid-name
   """Mean along `axis`; keepdims keeps a size-1 axis."""
-  return base.Fn('Mean', lambda x: jnp.mean(x, axis=axis, keepdims=keepdims))
+  return base.Fn('Mean', lambda x: jnp.mean(_to_float(x), axis=axis,
+                                            keepdims=keepdims))
 
 
 def Sum(axis=None, keepdims=False):  # pylint: disable=invalid-name
-  """Sum along `axis` (all axes if None)."""
-  return base.Fn('Sum', lambda x: jnp.sum(x, axis=axis, keepdims=keepdims))
+  """Sum along `axis` (all axes if None); int32 sums stay int32, as in JAX."""
+  def f(x):
+    x = _as_array(x)
+    return jnp.sum(x, axis=axis, keepdims=keepdims,
+                   dtype=_SUM_DTYPES.get(_dtype_name(x)))
+  return base.Fn('Sum', f)
 
 
 def Min(axis=-1, keepdims=False):  # pylint: disable=invalid-name

@@ -138,14 +138,17 @@ class LocallyConnected1d(base.Layer):
     self._padding = padding
 
   def forward(self, x):
-    core.check_float(self.name, x)
+    x = x if hasattr(x, 'dtype') else jnp.asarray(x)
     w, b = self.weights if self._use_bias else (self.weights, None)
+    # Integer inputs promote with the weights, as Trax's jnp.einsum does.
+    dtype = core.compute_dtype(self.name, x, w)
+    x, w = core.cast_to(x, dtype), core.cast_to(w, dtype)
     if x.ndim < 2 or tuple(x.shape[-2:]) != tuple(w.shape[0:3:2]):
       raise ValueError(
           f'{self.name}: input shape {tuple(x.shape)} must end in (length, '
           f'depth) = {tuple(w.shape[0:3:2])}, as the layer was initialized. '
           f'Re-run init with the new input signature.')
-    r = jnp.einsum('...lp,lkpd->...lkd', x, w.astype(x.dtype))
+    r = jnp.einsum('...lp,lkpd->...lkd', x, w)
     k, h, length = self._kernel_size, (self._kernel_size - 1) // 2, x.shape[-2]
     pad = [(0, 0)] * (r.ndim - 2)
     outs = []
@@ -159,7 +162,7 @@ class LocallyConnected1d(base.Layer):
       else:
         outs.append(jnp.roll(ri, h - i, axis=-2))
     y = sum(outs[1:], outs[0])
-    return y + b.astype(x.dtype) if self._use_bias else y
+    return jnp.add(y, core.cast_to(b, dtype)) if self._use_bias else y
 
   def init_weights_and_state(self, input_signature):
     length, depth = input_signature.shape[-2:]

@@ -93,7 +93,10 @@ class ConvTranspose(base.Layer):
         init.GlorotNormalInitializer(rhs.index('O'), rhs.index('I')))
 
   def forward(self, x):
-    core.check_float(self.name, x)
+    # As in Trax, whose lax.conv_transpose requires the input in the float
+    # kernel's dtype: integer inputs are rejected, not promoted.
+    core.check_float(self.name, x, 'Trax rejects it too: its convolution '
+                     "needs the input in the float kernel's dtype.")
     w, b = self.weights if self._use_bias else (self.weights, None)
     if isinstance(self._padding, str):
       pads = tuple(_transpose_padding((k - 1) * d + 1, s, self._padding)

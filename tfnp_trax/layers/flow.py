@@ -18,8 +18,39 @@ def _as_tuple(x, n):
   return (x,) if n == 1 else tuple(x)
 
 
+def _scalar_to_array(x):
+  # Python numbers get JAX's default (weak) dtypes, as lax.cond gives them
+  # in Trax; an eager tf.cond would hand them back unconverted.
+  if isinstance(x, bool):
+    return jnp.asarray(x, dtype=jnp.bool_)
+  if isinstance(x, int):
+    return jnp.asarray(x, dtype=jnp.int32)
+  if isinstance(x, float):
+    return jnp.asarray(x, dtype=jnp.float32)
+  if isinstance(x, complex):
+    return jnp.asarray(x, dtype=jnp.complex64)
+  return jnp.asarray(x)
+
+
+def _as_arrays(outputs):
+  """`outputs` (one value or a tuple) with every leaf made an array."""
+  return fastmath.nested_map(_scalar_to_array, outputs)
+
+
 def _from_tuple(xs):
   return xs[0] if len(xs) == 1 else tuple(xs)
+
+
+def _dtype_name(leaf):
+  if not hasattr(leaf, 'dtype'):  # A Python number: JAX's default dtype.
+    return fastmath.result_type(leaf).name
+  dtype = leaf.dtype
+  return getattr(dtype, 'name', None) or getattr(dtype, '__name__', str(dtype))
+
+
+def _leaf_dtypes(outputs):
+  """The dtype names of an output signature's leaves."""
+  return [_dtype_name(leaf) for leaf in fastmath.tree_flatten(outputs)]
 
 
 class Scan(base.Layer):
@@ -27,26 +58,99 @@ class Scan(base.Layer):
 
   `layer` maps `(x_slice, *carry) -> (y_slice, *new_carry)`. Scan maps
   `(xs, *init_carry) -> (ys, *final_carry)`.
+
+  In 'predict' mode, as in Trax, the final carries are kept in the layer's
+  state and the next call starts from them instead of from the carries on
+  the stack, so a sequence can be fed in pieces (e.g. one token per call):
+  calls on `x1` then `x2` give the outputs of one call on `[x1, x2]`. The
+  first call after `init` starts from the carries it is given.
+
+  The state is `(sublayer_state, kept)`; `kept` is `()` except in 'predict'
+  mode with carries, where it is `(carry_1, ..., carry_n, filled)`: the kept
+  carries (zeros after `init`) and an int32 scalar, 1 once a call has stored
+  them (an int, not a bool, so that exporters can treat it like any other
+  cache tensor). Trax instead starts `kept` empty and puts the bare carries
+  there on the first call; here the state has its final structure from
+  `init` on, so compiled functions and exported signatures (e.g.
+  `export.decode_signatures`) can take it as fixed tensors. A Trax-style
+  `kept` of just the carries is accepted too.
+
+  Args:
+    layer: the step layer.
+    axis: the axis of the scanned inputs and outputs.
+    n_carry: how many of the last inputs (and outputs) are carries.
+    remat: ignored; memory rematerialization is left to TensorFlow.
+    mode: 'train', 'eval' or 'predict'.
   """
 
   def __init__(self, layer, axis=0, n_carry=1, remat=False, mode='train'):
-    super().__init__(n_in=layer.n_in, n_out=layer.n_out,
-                     name=f'Scan_{layer.name}')
-    del remat, mode  # Memory rematerialization is left to TensorFlow.
+    # Named 'Scan', as in Trax: it prints as Scan_in2_out2[ <layer> ].
+    super().__init__(n_in=layer.n_in, n_out=layer.n_out)
+    del remat
     self._sublayers = (layer,)
     self._axis = axis
     self._n_carry = n_carry
+    self._mode = mode
+
+  @property
+  def _keeps_carry(self):
+    return self._mode == 'predict' and self._n_carry > 0
+
+  # The kept carries live in `_state` beside the sublayer's cache-marker
+  # slot, so they are per call (and per replica thread) like other values.
+  @property
+  def state(self):
+    mark, kept = (self._state if isinstance(self._state, (list, tuple)) and
+                  len(self._state) == 2 else (None, ()))
+    layer_state = (mark if base.is_cache_marker(mark) else
+                   self._sublayers[0].state)
+    return layer_state, kept
+
+  @state.setter
+  def state(self, state):
+    if base.is_cache_marker(state):
+      return
+    if not isinstance(state, (list, tuple)) or len(state) != 2:
+      raise ValueError(
+          f'{self.name}: state must be a pair (sublayer_state, kept_carry), '
+          f'got {type(state).__name__} of length '
+          f'{len(state) if isinstance(state, (list, tuple)) else 1}.')
+    layer_state, kept = state
+    if base.is_cache_marker(layer_state):
+      mark = layer_state
+    else:
+      mark = None
+      self._sublayers[0].state = layer_state
+    self._state = (mark, tuple(kept))
 
   def _split(self, inputs):
     inputs = _as_tuple(inputs, self.n_in)
     n_xs = self.n_in - self._n_carry
     return inputs[:n_xs], inputs[n_xs:]
 
+  def _resume(self, given, kept):
+    """The carries to start from: the kept ones once a call stored them."""
+    given = tuple(jnp.asarray(c) for c in given)
+    if len(kept) == self._n_carry:  # Trax's form: bare carries, always set.
+      return tuple(jnp.asarray(k).astype(c.dtype)
+                   for k, c in zip(kept, given))
+    if len(kept) != self._n_carry + 1:
+      raise ValueError(
+          f'{self.name}: predict-mode state holds {len(kept)} kept values; '
+          f'expected {self._n_carry} carries and a filled flag. Re-run init.')
+    *carries, filled = kept
+    filled = jnp.asarray(filled) > 0
+    return tuple(jnp.where(filled, jnp.asarray(k).astype(c.dtype), c)
+                 for k, c in zip(carries, given))
+
   def forward(self, inputs):
     layer = self._sublayers[0]
     xs, init = self._split(inputs)
     xs = tuple(jnp.moveaxis(x, self._axis, 0) for x in xs)
-    weights, state = self.weights[0], self.state[0]
+    weights = self.weights[0]
+    state, kept = self.state
+    if self._keeps_carry and kept:
+      init = self._resume(init, kept)
     rng = self.rng
 
     def step(carry, x):
@@ -62,7 +166,9 @@ class Scan(base.Layer):
     (carry, new_state, _), ys = fastmath.scan(
         step, (tuple(init), state, jnp.asarray(0, dtype=jnp.int32)), xs)
     ys = tuple(jnp.moveaxis(y, 0, self._axis) for y in ys)
-    self.state = (new_state,)
+    kept = (tuple(carry) + (jnp.ones((), dtype=jnp.int32),)
+            if self._keeps_carry else ())
+    self.state = (new_state, kept)
     return _from_tuple(ys + tuple(carry))
 
   def init_weights_and_state(self, input_signature):
@@ -72,7 +178,11 @@ class Scan(base.Layer):
             x.shape)), x.dtype) for x in xs)
     layer_sig = _from_tuple(slices + tuple(init))
     w, s = self._sublayers[0].init(layer_sig, use_cache=True)
-    self.state = (s,)
+    kept = ()
+    if self._keeps_carry:
+      kept = tuple(jnp.zeros(c.shape, dtype=c.dtype) for c in init) + (
+          jnp.zeros((), dtype=jnp.int32),)
+    self.state = (s, kept)
     self.weights = (w,)
 
 
@@ -82,16 +192,23 @@ class Cond(base.Layer):
   `x` is the first `cond.n_in` stack items and `y` the next `true.n_in`
   items, so `n_in = cond.n_in + true.n_in`. `cond` must return one scalar
   boolean. Only the chosen branch runs (and updates its state); `false=None`
-  is the identity.
+  is the identity on one input (as in Trax, a `true` with several inputs
+  needs an explicit `false`). As with Trax's `lax.cond`, outputs are always
+  arrays: a branch returning a Python number gives an int32/float32/bool
+  array.
   """
 
   def __init__(self, cond, true, false=None, name=None):
-    false = false if false is not None else cb.Select(
-        list(range(true.n_in)), n_in=true.n_in)
+    default_false = false is None
+    if default_false:
+      false = cb.Serial()  # Trax's identity: one input, one output.
     if (true.n_in, true.n_out) != (false.n_in, false.n_out):
+      hint = (f' The default false branch is the identity on one input; '
+              f'for {true.n_in} inputs pass one, e.g. false=Select('
+              f'{list(range(true.n_in))}).' if default_false else '')
       raise ValueError(f'Cond: true and false branches must have equal n_in '
                        f'and n_out, got ({true.n_in}, {true.n_out}) and '
-                       f'({false.n_in}, {false.n_out}).')
+                       f'({false.n_in}, {false.n_out}).{hint}')
     if cond.n_out != 1:
       raise ValueError(f'Cond: the condition must have n_out=1, got '
                        f'{cond.n_out}.')
@@ -113,14 +230,41 @@ class Cond(base.Layer):
 
     def run_true():
       y, s = true.pure_fn(branch_in, wt, st, rt, use_cache=True)
-      return y, s, sf
+      return _as_arrays(y), s, sf
 
     def run_false():
       y, s = false.pure_fn(branch_in, wf, sf, rf, use_cache=True)
-      return y, st, s
+      return _as_arrays(y), st, s
+    self._check_branch_dtypes(branch_in)
     y, st, sf = fastmath.cond(pred, run_true, run_false)
     self.state = (sc, st, sf)
     return y
+
+  def _check_branch_dtypes(self, branch_in):
+    """Raises a TypeError if the branches would return different dtypes.
+
+    Trax's Cond is JAX's lax.cond, which traces both branches and requires
+    identical output types: it does not promote, so an int32 identity
+    branch beside a float one (`x / 2`) is an error there, eager or
+    compiled. An eager tf.cond runs only the chosen branch, so the output
+    signatures of both are compared here, once per input signature.
+    """
+    checked = self.__dict__.setdefault('_branch_dtypes_checked', set())
+    key = shapes.signature(branch_in)
+    if key in checked:
+      return
+    _, true, false = self._sublayers
+    # pylint: disable=protected-access
+    got = [_leaf_dtypes(layer._forward_abstract(key)[0])
+           for layer in (true, false)]
+    # pylint: enable=protected-access
+    if got[0] != got[1] and len(got[0]) == len(got[1]):
+      raise TypeError(
+          f'{self.name}: the true and false branches return different dtypes '
+          f'({", ".join(got[0])} vs {", ".join(got[1])}). As in Trax, whose '
+          f'lax.cond requires identical branch output types, they are not '
+          f'promoted; cast one branch (e.g. with tl.ToFloat()).')
+    checked.add(key)
 
   def init_weights_and_state(self, input_signature):
     cond_in, branch_in = self._split(input_signature)
@@ -136,60 +280,41 @@ class Cond(base.Layer):
 def Chunk(layer, chunk_size, pass_unchunkable=True):  # pylint: disable=invalid-name
   """Runs `layer` on batch chunks of `chunk_size` to bound memory use.
 
-  Inputs whose batch does not divide by `chunk_size` run whole if
-  `pass_unchunkable`, else raise. `chunk_size=0` means no chunking: the
-  layer itself is returned.
+  Built as in Trax: `Serial(ReshapeToChunks, Scan(layer, n_carry=0),
+  ReshapeFromChunks)`; the batch axis of every input is split into
+  (n_chunks, chunk_size) and `layer` is scanned over the chunks, its state
+  threaded from one chunk to the next. Inputs whose batch does not divide by
+  `chunk_size` run as one chunk if `pass_unchunkable`, else raise.
+  `chunk_size=0` means no chunking: the layer itself is returned.
   """
   if chunk_size == 0:
     return layer
   if chunk_size < 0:
     raise ValueError(f'Chunk: chunk_size must be >= 0, got {chunk_size}.')
-  return _Chunk(layer, chunk_size, pass_unchunkable)
 
+  def to_chunks(x):
+    batch = x.shape[0]
+    if batch % chunk_size:
+      if not pass_unchunkable:
+        raise ValueError(
+            f'Chunk: batch size {batch} is not a multiple of chunk_size '
+            f'{chunk_size} (input shape {tuple(x.shape)}); pick a chunk_size '
+            f'that divides it or set pass_unchunkable=True.')
+      return jnp.reshape(x, (1, batch) + tuple(x.shape[1:]))
+    return jnp.reshape(x, (batch // chunk_size, chunk_size) +
+                       tuple(x.shape[1:]))
 
-class _Chunk(base.Layer):
-  """Loops `layer` over batch chunks, threading its state through."""
+  def from_chunks(x):
+    return jnp.reshape(x, (x.shape[0] * x.shape[1],) + tuple(x.shape[2:]))
 
-  def __init__(self, layer, chunk_size, pass_unchunkable):
-    super().__init__(n_in=layer.n_in, n_out=layer.n_out,
-                     name=f'Chunk_{layer.name}')
-    self._sublayers = (layer,)
-    self._chunk_size = chunk_size
-    self._pass = pass_unchunkable
-
-  def forward(self, x):
-    layer = self._sublayers[0]
-    xs = _as_tuple(x, self.n_in)
-    size = self._chunk_size
-    batch = xs[0].shape[0]
-    if batch % size:
-      if not self._pass:
-        raise ValueError(f'{self.name}: batch {batch} does not divide by '
-                         f'chunk_size {size}; pick a divisor or set '
-                         f'pass_unchunkable=True.')
-      y, s = layer.pure_fn(x, self.weights[0], self.state[0], self.rng,
-                           use_cache=True)
-      self.state = (s,)
-      return y
-    chunks = tuple(v.reshape((-1, size) + tuple(v.shape[1:])) for v in xs)
-    weights, rng = self.weights[0], self.rng
-
-    def step(carry, chunk):
-      layer_state, i = carry
-      y, layer_state = layer.pure_fn(_from_tuple(chunk), weights, layer_state,
-                                     fastmath.random.fold_in(rng, i),
-                                     use_cache=True)
-      return (layer_state, i + 1), _as_tuple(y, self.n_out)
-
-    (state, _), ys = fastmath.scan(
-        step, (self.state[0], jnp.asarray(0, dtype=jnp.int32)), chunks)
-    self.state = (state,)
-    return _from_tuple([y.reshape((-1,) + tuple(y.shape[2:])) for y in ys])
-
-  def init_weights_and_state(self, input_signature):
-    w, s = self._sublayers[0].init(input_signature, use_cache=True)
-    self.state = (s,)
-    self.weights = (w,)
+  return cb.Serial(
+      base.PureLayer(lambda xs: fastmath.nested_map(to_chunks, xs),
+                     n_in=layer.n_in, n_out=layer.n_in,
+                     name='ReshapeToChunks'),
+      Scan(layer, axis=0, n_carry=0, remat=True),
+      base.PureLayer(lambda ys: fastmath.nested_map(from_chunks, ys),
+                     n_in=layer.n_out, n_out=layer.n_out,
+                     name='ReshapeFromChunks'))
 
 
 def BatchLeadingAxes(layer, n_last_axes_to_keep=1):  # pylint: disable=invalid-name
@@ -209,8 +334,7 @@ class _BatchLeading(base.Layer):
   """Folds leading axes into one before `layer`, unfolds them after."""
 
   def __init__(self, layer, n_keep):
-    super().__init__(n_in=layer.n_in, n_out=1,
-                     name=f'BatchLeadingAxes_{layer.name}')
+    super().__init__(n_in=layer.n_in, n_out=1, name='BatchLeadingAxes')
     self._sublayers = (layer,)
     self._n_keep = n_keep
 
@@ -252,10 +376,11 @@ def Bidirectional(forward_layer, axis=1, merge_layer=None):  # pylint: disable=i
   # A copy would share the original's seeds and so start from the same
   # weights; give each of its layers fresh ones.
   _reseed(backward_layer)
-  flip = base.Fn('FlipAlongAxis', lambda x: jnp.flip(x, axis=axis))
+  # Trax's structure and names: an unnamed Serial, so it prints as Serial.
+  flip = base.Fn('_FlipAlongTimeAxis', lambda x: jnp.flip(x, axis=axis))
   return cb.Serial(cb.Branch(forward_layer,
                              cb.Serial(flip, backward_layer, flip)),
-                   merge_layer, name='Bidirectional')
+                   merge_layer)
 
 
 def _reseed(layer):
@@ -267,78 +392,52 @@ def _reseed(layer):
     _reseed(sub)
 
 
-class SerialWithSideOutputs(base.Layer):
+def SerialWithSideOutputs(layers, n_side_outputs=1):  # pylint: disable=invalid-name
   """Serial where each layer also emits side outputs collected aside.
 
   With layers `l_i: x -> (y, side_i)`, computes the chain and returns
   `(y_final, side_1, ..., side_n)`. In general layer `i`'s last
   `n_side_outputs[i]` outputs go to the bottom of the stack, in order.
 
+  Built as Trax builds it: an unnamed Serial in which each layer is followed
+  by a Select that moves its side outputs to the bottom of the stack.
+
   Args:
     layers: the layers to run in sequence.
     n_side_outputs: an int for every layer, or one int per layer.
+
+  Returns:
+    A Serial layer.
   """
-
-  def __init__(self, layers, n_side_outputs=1):
-    layers = _stack.ensure_flat(layers)
-    if isinstance(n_side_outputs, int):
-      n_side_outputs = [n_side_outputs] * len(layers)
-    if len(n_side_outputs) != len(layers):
-      raise ValueError(f'SerialWithSideOutputs: n_side_outputs has '
-                       f'{len(n_side_outputs)} entries for {len(layers)} '
-                       f'layers.')
-    running_max = running_total = 0
-    for layer, n_side in zip(layers, n_side_outputs):
-      if n_side > layer.n_out:
-        raise ValueError(f'SerialWithSideOutputs: {layer.name} has n_out='
-                         f'{layer.n_out}, fewer than its {n_side} side '
-                         f'outputs.')
-      running_total += layer.n_in
-      running_max = max(running_max, running_total)
-      running_total -= layer.n_out - n_side
-    super().__init__(n_in=running_max,
-                     n_out=running_max - running_total + sum(n_side_outputs),
-                     name='SerialWithSideOutputs')
-    self._sublayers = tuple(layers)
-    self._n_sides = tuple(n_side_outputs)
-
-  def forward(self, xs):
-    stack, sides, new_state = xs, [], []
-    keys = fastmath.random.split(self.rng, max(2, len(self._sublayers)))
-    for i, (layer, w, s) in enumerate(zip(self._sublayers, self.weights,
-                                          self.state)):
-      inputs = _stack.inputs_from_stack(stack, layer.n_in, layer.name)
-      out, s = layer.pure_fn(inputs, w, s, keys[i], use_cache=True)
-      main, side = self._main_and_side(out, layer, self._n_sides[i])
-      sides.extend(side)
-      # A single main output goes on the stack bare, not as a 1-tuple.
-      stack = _stack.outputs_onto_stack(_from_tuple(main), stack, layer.n_in,
-                                        len(main))
-      new_state.append(s)
-    self.state = tuple(new_state)
-    return _from_tuple(_as_tuple(stack, _stack.stack_size(stack)) +
-                       tuple(sides))
-
-  @staticmethod
-  def _main_and_side(out, layer, n_side):
-    out = _as_tuple(out, layer.n_out)
+  layers = _stack.ensure_flat(layers)
+  if isinstance(n_side_outputs, int):
+    n_side_outputs = [n_side_outputs] * len(layers)
+  if len(n_side_outputs) != len(layers):
+    raise ValueError(f'SerialWithSideOutputs: n_side_outputs has '
+                     f'{len(n_side_outputs)} entries for {len(layers)} '
+                     f'layers.')
+  running_max = running_total = 0
+  for layer, n_side in zip(layers, n_side_outputs):
+    if n_side > layer.n_out:
+      raise ValueError(f'SerialWithSideOutputs: {layer.name} has n_out='
+                       f'{layer.n_out}, fewer than its {n_side} side '
+                       f'outputs.')
+    running_total += layer.n_in
+    running_max = max(running_max, running_total)
+    running_total -= layer.n_out - n_side
+  stack_size = running_max
+  serial_layers = []
+  for layer, n_side in zip(layers, n_side_outputs):
+    serial_layers.append(layer)
+    stack_size += layer.n_out - layer.n_in
     n_main = layer.n_out - n_side
-    return out[:n_main], out[n_main:]
-
-  def init_weights_and_state(self, input_signature):
-    stack, ws, ss = input_signature, [], []
-    for layer, n_side in zip(self._sublayers, self._n_sides):
-      inputs = _stack.inputs_from_stack(stack, layer.n_in, layer.name)
-      w, s = layer.init(inputs, use_cache=True)
-      out, _ = layer._forward_abstract(inputs)  # pylint: disable=protected-access
-      main, _ = self._main_and_side(out, layer, n_side)
-      # A single main output goes on the stack bare, not as a 1-tuple.
-      stack = _stack.outputs_onto_stack(_from_tuple(main), stack, layer.n_in,
-                                        len(main))
-      ws.append(w)
-      ss.append(s)
-    self.state = tuple(ss)
-    self.weights = tuple(ws)
+    # Keep the main outputs on top, then the rest of the stack, then this
+    # layer's side outputs.
+    indices = (list(range(n_main)) +
+               [layer.n_out + i for i in range(stack_size - layer.n_out)] +
+               [n_main + i for i in range(n_side)])
+    serial_layers.append(cb.Select(indices, n_in=stack_size))
+  return cb.Serial(serial_layers)
 
 
 class Cache(base.Layer):

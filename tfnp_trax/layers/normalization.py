@@ -2,12 +2,16 @@
 
 Statistics are computed in float32 (float64 inputs stay float64) so that
 bfloat16 activations do not lose precision in the sums; every layer returns
-its input's dtype.
+a floating input's dtype. Integer and boolean inputs follow Trax: LayerNorm
+and FilterResponseNorm promote them with their float32 weights (float32
+out), while BatchNorm rejects them, as Trax's check that its output keeps
+the input's dtype does.
 """
 
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import base
+from tfnp_trax.layers import core
 
 __all__ = ['LayerNorm', 'BatchNorm', 'FilterResponseNorm']
 
@@ -17,6 +21,18 @@ _MODES = ('train', 'eval', 'predict')
 def _stats_dtype(x):
   """The dtype normalization statistics of `x` are computed in."""
   return jnp.float64 if x.dtype == jnp.float64 else jnp.float32
+
+
+def _out_dtype(layer_name, x, *weights):
+  """A floating input's own dtype; float32 or wider for other inputs.
+
+  Trax's float statistics (jnp.mean of an int32 input is float32) meet the
+  weights, which are int32 themselves when Trax initialized them from an
+  int32 signature, so the output is float32 either way.
+  """
+  dtype = core.compute_dtype(layer_name, x, *weights)
+  return dtype if fastmath.is_float(x) else fastmath.result_type(
+      jnp.float32, dtype)
 
 
 def _check_channels(layer_name, x, n_channels, what):
@@ -53,6 +69,7 @@ class LayerNorm(base.Layer):
   def forward(self, x):
     x = jnp.asarray(x)
     scale, bias = self.weights
+    out_dtype = _out_dtype(self.name, x, scale, bias)
     _check_channels(self.name, x, scale.shape[-1], 'scale size')
     dtype = _stats_dtype(x)
     xs = x.astype(dtype)
@@ -62,7 +79,7 @@ class LayerNorm(base.Layer):
     y = xs / jnp.sqrt(variance + self._epsilon) * scale.astype(dtype)
     if self._center:
       y = y + bias.astype(dtype)
-    return y.astype(x.dtype)
+    return y.astype(out_dtype)
 
   def init_weights_and_state(self, input_signature):
     features = input_signature.shape[-1]
@@ -128,6 +145,8 @@ class BatchNorm(base.Layer):
 
   def forward(self, x):
     x = jnp.asarray(x)
+    core.check_float(self.name, x, "Trax rejects it too: batch norm must "
+                     "return its input's dtype, and its output is float.")
     self._check_input(x)
     running_mean, running_var, n_batches = self.state
     dtype = _stats_dtype(x)
@@ -209,6 +228,7 @@ class FilterResponseNorm(base.Layer):
   def forward(self, x):
     x = jnp.asarray(x)
     gamma, beta, epsilon_l = self.weights
+    out_dtype = _out_dtype(self.name, x, gamma, beta)
     _check_channels(self.name, x, gamma.shape[-1], 'gamma size')
     dtype = _stats_dtype(x)
     xs = x.astype(dtype)
@@ -219,7 +239,7 @@ class FilterResponseNorm(base.Layer):
     nu2 = jnp.mean(xs * xs, axis=axes, keepdims=True)
     y = gamma.astype(dtype) * xs / jnp.sqrt(nu2 + epsilon) + beta.astype(
         dtype)
-    return y.astype(x.dtype)
+    return y.astype(out_dtype)
 
   def init_weights_and_state(self, input_signature):
     n_channels = input_signature.shape[-1]

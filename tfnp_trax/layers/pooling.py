@@ -5,6 +5,11 @@ spatial axis. As in Trax, windows move by one step per axis unless `strides`
 says otherwise. With 'SAME' padding, padded cells never win a max, add
 nothing to a sum, and are not counted in an average (a border window
 averages only its real cells).
+
+Integer and boolean inputs give what Trax's JAX pooling gives (see the note
+in fastmath/nn_ops.py): MaxPool keeps the dtype, SumPool keeps an integer
+dtype, AvgPool of integers is float32, and SumPool or AvgPool of booleans is
+an error.
 """
 
 from tfnp_trax import fastmath
@@ -39,6 +44,10 @@ def _pool_layer(kind, pool_fn, pool_size, strides, padding):
           f"{name}: with 'VALID' padding the spatial size "
           f'{tuple(x.shape[1:-1])} must be at least the pool size '
           f"{pool_size}; use padding='SAME' or a smaller window.")
+    if kind != 'MaxPool' and getattr(x.dtype, 'name', None) == 'bool':
+      raise TypeError(f'{name}: expects a numeric input, got dtype bool with '
+                      f'shape {tuple(x.shape)} (Trax fails here too: its '
+                      f'window sum needs numbers). Cast with tl.ToFloat().')
     return pool_fn(x, pool_size=pool_size, strides=strides, padding=padding)
   return base.Fn(name, pool)
 

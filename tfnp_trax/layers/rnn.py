@@ -59,7 +59,7 @@ class LSTMCell(base.Layer):
   def __init__(self, n_units, forget_bias=1.0,
                kernel_initializer=initializers.GlorotUniformInitializer(),
                bias_initializer=initializers.RandomNormalInitializer(1e-6)):
-    super().__init__(n_in=2, n_out=2, name=f'LSTMCell_{n_units}')
+    super().__init__(n_in=2, n_out=2)  # Named 'LSTMCell', as in Trax.
     self._n_units = n_units
     self._forget_bias = forget_bias
     self._kernel_initializer = kernel_initializer
@@ -116,7 +116,7 @@ class GRUCell(base.Layer):
   def __init__(self, n_units, forget_bias=0.0,
                kernel_initializer=initializers.RandomUniformInitializer(0.01),
                bias_initializer=initializers.RandomNormalInitializer(1e-6)):
-    super().__init__(n_in=2, n_out=2, name=f'GRUCell_{n_units}')
+    super().__init__(n_in=2, n_out=2)  # Named 'GRUCell', as in Trax.
     self._n_units = n_units
     self._forget_bias = forget_bias
     self._kernel_initializer = kernel_initializer
@@ -180,11 +180,17 @@ def MakeZeroState(depth_multiplier=1):  # pylint: disable=invalid-name
 
 
 def _zero_state(layer_name, depth):
-  """Zeros of shape (batch, depth): a cell's initial state for x."""
+  """Zeros of shape (batch, depth): a cell's initial state for x.
+
+  Named 'MakeZeroState' like the sublayer Trax uses here. Trax's
+  MakeZeroState sizes the state from the input depth, so its LSTM and GRU
+  fail unless the input depth equals n_units; this one sizes it from
+  n_units, which works for any input depth and agrees where Trax works.
+  """
   def zeros(x):
     _check_rank3(layer_name, x)
     return jnp.zeros((x.shape[0], depth), dtype=x.dtype)
-  return base.Fn(f'{layer_name}_ZeroState', zeros)
+  return base.Fn('MakeZeroState', zeros)
 
 
 def LSTM(n_units, mode='train', return_state=False, initial_state=False):  # pylint: disable=invalid-name
@@ -209,7 +215,7 @@ def LSTM(n_units, mode='train', return_state=False, initial_state=False):  # pyl
   """
   name = f'LSTM_{n_units}'
   layers = [] if initial_state else [
-      cb.Branch(None, _zero_state(name, 2 * n_units))]
+      cb.Branch([], _zero_state(name, 2 * n_units))]
   layers.append(flow.Scan(LSTMCell(n_units=n_units), axis=1, mode=mode))
   if not return_state:
     layers.append(cb.Select([0], n_in=2))  # Drops the final state.
@@ -228,7 +234,7 @@ def GRU(n_units, mode='train'):  # pylint: disable=invalid-name
   """
   name = f'GRU_{n_units}'
   return cb.Serial(
-      cb.Branch(None, _zero_state(name, n_units)),
+      cb.Branch([], _zero_state(name, n_units)),
       flow.Scan(GRUCell(n_units=n_units), axis=1, mode=mode),
       cb.Select([0], n_in=2),  # Drops the final state.
       name=name, sublayers_to_print=[])
@@ -260,34 +266,43 @@ def SRU(n_units, activation=None, mode='train'):  # pylint: disable=invalid-name
   """
   name = f'SRU_{n_units}'
 
-  def check(x):
+  def step(x_times_one_minus_f, f, c):
+    new_c = f * c + x_times_one_minus_f
+    return new_c, new_c
+
+  def final_gate(c, r, x):
+    # The highway term needs x's depth to be n_units; say so before the
+    # arithmetic fails with a bare shape mismatch.
     _check_rank3(name, x)
     if x.shape[-1] != n_units:
       raise ValueError(
           f'{name}: input depth {x.shape[-1]} must equal n_units={n_units} '
           f'for the highway connection (input shape {tuple(x.shape)}). Put '
           f'a Dense({n_units}) before the SRU.')
-    return jnp.asarray(x)
-
-  def step(x_times_one_minus_f, f, c):
-    new_c = f * c + x_times_one_minus_f
-    return new_c, new_c
-
-  def final_gate(c, r, x):
     # Casts keep x's dtype: Python floats and unary ops may widen bfloat16.
     skip = (x * (1 - r)).astype(_gate_dtype(x)) * math.sqrt(3.0)
     return (c.astype(x.dtype) * r + skip.astype(x.dtype)).astype(x.dtype)
 
+  # Trax's sublayers, in Trax's order and with Trax's names (Trax passes one
+  # Sigmoid instance twice; two instances compute the same, without a
+  # shared-layer cache marker in the weights).
   return cb.Serial(                                           # x
-      base.Fn(f'{name}_CheckInput', check),
-      cb.Branch(core.Dense(3 * n_units), None),               # rfy, x
+      cb.Branch(core.Dense(3 * n_units), []),                 # rfy, x
       cb.Split(n_items=3),                                    # r, f, y, x
       cb.Parallel(activation_fns.Sigmoid(), activation_fns.Sigmoid()),
-      base.Fn('SRUGateInputs', lambda r, f, y: (y * (1 - f), f, r),
+      base.Fn('', lambda r, f, y: (y * (1 - f), f, r),
               n_out=3),                                       # y(1-f), f, r, x
-      cb.Parallel(None, None, cb.Branch(MakeZeroState(), None)),
+      cb.Parallel([], [], cb.Branch(_sru_zero_state(name), [])),
       flow.Scan(base.Fn('InnerSRUCell', step, n_out=2), axis=1, mode=mode),
       cb.Select([0], n_in=2),                                 # c, r, x
       activation if activation is not None else [],
       base.Fn('FinalSRUGate', final_gate),
       name=name, sublayers_to_print=[])
+
+
+def _sru_zero_state(layer_name):
+  """MakeZeroState() for the SRU's c_0, with errors naming the SRU."""
+  def zeros(x):
+    _check_rank3(layer_name, x)
+    return jnp.zeros((x.shape[0], x.shape[-1]), dtype=x.dtype)
+  return base.Fn('MakeZeroState', zeros)

@@ -12,10 +12,29 @@ from tfnp_trax.models.rnn import RNNLM
 from tfnp_trax.models.rl import Policy
 from tfnp_trax.models.rl import PolicyAndValue
 from tfnp_trax.models.rl import Value
+from tfnp_trax.models.atari_cnn import AtariCnn
+from tfnp_trax.models.atari_cnn import AtariCnnBody
+from tfnp_trax.models.atari_cnn import FrameStackMLP
+from tfnp_trax.models.neural_gpu import NeuralGPU
+from tfnp_trax.models.quality import Quality
+from tfnp_trax.models.rnn import LSTMSeq2SeqAttn
+from tfnp_trax.models.research.layerdrop_transformer import EveryOtherLayerDropTransformerLM
+from tfnp_trax.models.research.layerdrop_transformer import LayerDropTransformerLM
+from tfnp_trax.models.research.layerdrop_transformer import SkippingTransformerLM
+from tfnp_trax.models.research.rezero import ReZeroTransformer
+from tfnp_trax.models.research.rezero import ReZeroTransformerDecoder
+from tfnp_trax.models.research.rezero import ReZeroTransformerEncoder
+from tfnp_trax.models.research.rezero import ReZeroTransformerLM
+from tfnp_trax.models.research.rse import ResidualShuffleExchange
 
 __all__ = [
     'Transformer', 'TransformerDecoder', 'TransformerEncoder',
     'TransformerLM',
     'MLP', 'Resnet50', 'WideResnet', 'GRULM', 'RNNLM',
     'Policy', 'PolicyAndValue', 'Value',
+    'AtariCnn', 'AtariCnnBody', 'FrameStackMLP', 'NeuralGPU', 'Quality',
+    'LSTMSeq2SeqAttn', 'EveryOtherLayerDropTransformerLM',
+    'LayerDropTransformerLM', 'SkippingTransformerLM', 'ReZeroTransformer',
+    'ReZeroTransformerDecoder', 'ReZeroTransformerEncoder',
+    'ReZeroTransformerLM', 'ResidualShuffleExchange',
 ]

@@ -17,22 +17,17 @@ from tfnp_trax.optimizers import sgd
 from tfnp_trax.optimizers import sm3
 from tfnp_trax.optimizers.adafactor import Adafactor
 from tfnp_trax.optimizers.adam import Adam
-from tfnp_trax.optimizers.adam import AdamSlots
 from tfnp_trax.optimizers.base import clip_grads
 from tfnp_trax.optimizers.base import l2_norm
 from tfnp_trax.optimizers.base import Optimizer
 from tfnp_trax.optimizers.momentum import Momentum
-from tfnp_trax.optimizers.momentum import MomentumSlots
 from tfnp_trax.optimizers.rms_prop import RMSProp
-from tfnp_trax.optimizers.rms_prop import RMSPropSlots
 from tfnp_trax.optimizers.sgd import SGD
 from tfnp_trax.optimizers.sm3 import MomentumType
 from tfnp_trax.optimizers.sm3 import SM3
-from tfnp_trax.optimizers.sm3 import SM3Slots
 
 __all__ = [
     'adafactor', 'adam', 'base', 'momentum', 'rms_prop', 'sgd', 'sm3',
-    'Adafactor', 'Adam', 'AdamSlots', 'clip_grads', 'l2_norm', 'Optimizer',
-    'Momentum', 'MomentumSlots', 'RMSProp', 'RMSPropSlots', 'SGD',
-    'MomentumType', 'SM3', 'SM3Slots',
+    'Adafactor', 'Adam', 'clip_grads', 'l2_norm', 'Optimizer', 'Momentum',
+    'RMSProp', 'SGD', 'MomentumType', 'SM3',
 ]

@@ -28,13 +28,13 @@ def adafactor_direction(grads, second_moments, decay, epsilon1, factored):
 
   Args:
     grads: the gradient of one weight array.
-    second_moments: `(v_row, v_col)` if `factored` else `(v,)`.
+    second_moments: `[v_row, v_col]` if `factored` else `[v]`.
     decay: the second-moment decay for this step.
     epsilon1: regularizer added to the second moments.
     factored: whether the moments are the row/column factors.
 
   Returns:
-    `(y, new_second_moments)`.
+    `(y, new_second_moments)`, the moments as a list.
   """
   mix = 1.0 - decay
   g2 = grads * grads
@@ -48,11 +48,11 @@ def adafactor_direction(grads, second_moments, decay, epsilon1, factored):
     col_factor = (v_col + epsilon1) ** -0.5
     y = (grads * jnp.expand_dims(row_factor, -1)  # y = g / sqrt(v).
          * jnp.expand_dims(col_factor, -2))
-    return y, (v_row, v_col)
+    return y, [v_row, v_col]
   (v,) = second_moments
   v = decay * v + mix * g2  # Full second-moment average.
   y = grads * (v + epsilon1) ** -0.5  # y = g / sqrt(v).
-  return y, (v,)
+  return y, [v]
 
 
 class Adafactor(base.Optimizer):
@@ -75,7 +75,8 @@ class Adafactor(base.Optimizer):
   where `wd = weight_decay_rate`, fading linearly to 0 over
   `weight_decay_n_steps` steps when that is at least 1.
 
-  Slots per weight: `(v_row, v_col)` or `(v,)`, then `(m,)` with momentum.
+  Slots per weight: the list `[v_row, v_col]` or `[v]`, with the momentum
+  `m` appended when `do_momentum` (Trax's layout).
 
   Example:
 
@@ -128,13 +129,13 @@ class Adafactor(base.Optimizer):
   def init(self, weights):
     shape = tuple(weights.shape)
     if self._is_factored(weights):
-      slots = (jnp.zeros(shape[:-1], jnp.float32),
-               jnp.zeros(shape[:-2] + shape[-1:], jnp.float32))
+      slots = [jnp.zeros(shape[:-1], jnp.float32),
+               jnp.zeros(shape[:-2] + shape[-1:], jnp.float32)]
     else:
-      slots = (jnp.zeros_like(weights),)
+      slots = [jnp.zeros_like(weights)]
     if self._do_momentum:
       m = jnp.zeros_like(weights)
-      slots += (m.astype('bfloat16') if self._momentum_in_bfloat16 else m,)
+      slots.append(m.astype('bfloat16') if self._momentum_in_bfloat16 else m)
     return slots
 
   def update(self, step, grads, weights, slots, opt_params):
@@ -142,7 +143,7 @@ class Adafactor(base.Optimizer):
     step = jnp.asarray(step, jnp.float32)
     factored = self._is_factored(weights)
     n_moments = 2 if factored else 1
-    y, moments = adafactor_direction(
+    y, new_slots = adafactor_direction(
         grads, slots[:n_moments], decay_rate_pow(step, p['decay_rate']),
         p['epsilon1'], factored)
     # Clipping and parameter scale are scalars: fold them before touching y.
@@ -154,14 +155,15 @@ class Adafactor(base.Optimizer):
       update_scale = update_scale * jnp.maximum(
           _rms(weights), p['epsilon2'])  # Relative step size.
     subtrahend = update_scale * y
-    new_slots = moments
     if self._do_momentum:
       m = slots[-1]
       new_m = p['beta1'] * m.astype(subtrahend.dtype) + (
           1.0 - p['beta1']) * subtrahend  # Momentum over scaled updates.
       subtrahend = new_m
-      new_slots += (new_m.astype(m.dtype),)
-    decay = _faded_weight_decay(step, p['weight_decay_rate'],
-                                p['weight_decay_n_steps'])
+      new_slots.append(new_m.astype(m.dtype))
+    # Trax stores the default n_steps (0) as int32; compute in float32.
+    decay = _faded_weight_decay(
+        step, p['weight_decay_rate'],
+        jnp.asarray(p['weight_decay_n_steps'], jnp.float32))
     new_weights = (1.0 - decay) * weights - subtrahend
     return new_weights.astype(weights.dtype), new_slots

@@ -1,16 +1,9 @@
 """Adam with bias correction and decoupled weight decay."""
 
-from typing import NamedTuple
-
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import base
 
-__all__ = ['Adam', 'AdamSlots', 'adam_update']
-
-
-class AdamSlots(NamedTuple):
-  m: jnp.ndarray
-  v: jnp.ndarray
+__all__ = ['Adam', 'adam_update']
 
 
 def adam_update(step, grads, weights, m, v, learning_rate, b1, b2, eps,
@@ -44,7 +37,8 @@ class Adam(base.Optimizer):
     w <- (1 - wd) * w - lr * m_hat / (sqrt(v_hat) + eps)
 
   Weight decay is not part of the paper's algorithm; set
-  `weight_decay_rate=0.0` for plain Adam.
+  `weight_decay_rate=0.0` for plain Adam. Each weight's slots are the pair
+  `(m, v)` (a plain tuple, as in Trax).
 
   Example:
 
@@ -73,11 +67,12 @@ class Adam(base.Optimizer):
                      eps=eps, clip_grad_norm=clip_grad_norm)
 
   def init(self, weights):
-    return AdamSlots(jnp.zeros_like(weights), jnp.zeros_like(weights))
+    return jnp.zeros_like(weights), jnp.zeros_like(weights)
 
   def update(self, step, grads, weights, slots, opt_params):
+    m, v = slots
     new_weights, m, v = adam_update(
-        step, grads, weights, slots.m, slots.v, opt_params['learning_rate'],
+        step, grads, weights, m, v, opt_params['learning_rate'],
         opt_params['b1'], opt_params['b2'], opt_params['eps'],
         opt_params['weight_decay_rate'])
-    return new_weights.astype(weights.dtype), AdamSlots(m, v)
+    return new_weights.astype(weights.dtype), (m, v)

@@ -5,8 +5,17 @@ slots and `update(step, grads, weights, slots, opt_params)` returns new
 weights and slots. `tree_init` and `tree_update` apply these to every leaf of
 a model's (nested tuple) weight tree, add global-norm gradient clipping and
 report gradient and weight norms. Everything is pure and traceable:
-hyperparameters travel in the `opt_params` dict of float32 scalars, so a
-learning-rate schedule can change them every step without retracing.
+hyperparameters travel in the `opt_params` dict of scalars (cast to float32
+for the update), so a learning-rate schedule can change them every step
+without retracing.
+
+The object's public state follows Trax: `opt.slots` is None until
+`tree_init`, then holds the latest slots (`tree_update` refreshes it unless
+`store_slots=False`); `opt.opt_params` is the dict of initial
+hyperparameters, `learning_rate` included, keyed by the constructor's
+argument names. Each slot entry has the structure Trax's optimizer gives it
+(None for SGD, one array for Momentum and RMSProp, `(m, v)` for Adam, a list
+for Adafactor, `(momentum, accumulators, graft_accumulators)` for SM3).
 """
 
 from tfnp_trax import fastmath
@@ -40,6 +49,23 @@ def clip_grads(grad_tree, max_norm):
   """Scales `grad_tree` by `max_norm / max(norm, max_norm)` (global norm)."""
   scale = max_norm / jnp.maximum(l2_norm(grad_tree), max_norm)
   return fastmath.nested_map(lambda g: g * scale.astype(g.dtype), grad_tree)
+
+
+def _initial_params(opt_params):
+  """Opt params as Trax stores them: float32, int32 or bool arrays.
+
+  Trax keeps `jnp.array(value)`, which (64-bit types off) makes floats
+  float32, integers int32 and bools bool; `tree_update` computes in float32
+  whatever the stored dtype.
+  """
+  def convert(value):
+    if not (isinstance(value, (bool, int, float)) or hasattr(value, 'dtype')):
+      return value  # Non-numeric extras pass through untouched.
+    x = jnp.asarray(value)
+    if x.dtype.is_bool:
+      return x
+    return x.astype(jnp.int32 if x.dtype.is_integer else jnp.float32)
+  return {name: convert(value) for name, value in opt_params.items()}
 
 
 def _float32_params(opt_params):
@@ -80,10 +106,11 @@ class Optimizer:
       clip_grad_norm: if not None, gradients are rescaled so that the global
         L2 norm of the whole gradient tree is at most this value.
       **init_opt_params: initial values of further hyperparameters; each
-        becomes a float32 scalar in `opt_params`.
+        becomes a scalar array in `opt_params`, float32 for floats, int32
+        for integers, bool for bools (Trax's dtypes).
     """
     init_opt_params['learning_rate'] = learning_rate
-    self._init_opt_params = _float32_params(init_opt_params)
+    self._init_opt_params = _initial_params(init_opt_params)
     self._slots = None
     # Clipping needs the norm of the whole tree, so it lives here rather
     # than in the per-weight `update`.
@@ -101,7 +128,8 @@ class Optimizer:
       grads: the gradient of the loss with respect to `weights`.
       weights: the current weight array.
       slots: this weight's slots, as built by `init`.
-      opt_params: dict of hyperparameters (float32 scalars).
+      opt_params: dict of hyperparameters (scalars; float32 inside
+        `tree_update`).
     """
     raise NotImplementedError
 
@@ -121,6 +149,10 @@ class Optimizer:
   def opt_params(self, opt_params):
     self._init_opt_params = opt_params
 
+  def _l2_norm(self, flat_list):
+    """The global L2 norm of a flat list of arrays (Trax's private helper)."""
+    return l2_norm(list(flat_list))
+
   def tree_init(self, weight_tree):
     """Returns `(slots, opt_params)` for a whole weight tree.
 
@@ -130,7 +162,8 @@ class Optimizer:
 
     Returns:
       `slots`, a tuple with one entry per weight leaf (in flatten order),
-      and `opt_params`, a dict of float32 scalar hyperparameters.
+      which is also stored in `self.slots`, and `opt_params`, the dict
+      `self.opt_params` of scalar hyperparameters.
     """
     self._slots = tuple(self.init(_trees.to_compute(w))
                         for w in fastmath.tree_flatten(weight_tree))
@@ -184,3 +217,12 @@ class Optimizer:
       self._slots = new_slots
     stats = {'gradients_l2': grads_norm, 'weights_l2': weights_norm}
     return new_weights, new_slots, stats
+
+
+def __getattr__(name):
+  # Trax defines SGD in this module; ours lives in sgd.py (which imports this
+  # one), so `base.SGD` is resolved lazily to keep Trax's import path.
+  if name == 'SGD':
+    from tfnp_trax.optimizers import sgd  # pylint: disable=g-import-not-at-top
+    return sgd.SGD
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

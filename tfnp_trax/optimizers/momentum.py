@@ -1,15 +1,9 @@
 """Momentum SGD, with Nesterov's correction by default."""
 
-from typing import NamedTuple
-
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import base
 
-__all__ = ['Momentum', 'MomentumSlots', 'momentum_update']
-
-
-class MomentumSlots(NamedTuple):
-  velocity: jnp.ndarray
+__all__ = ['Momentum', 'momentum_update']
 
 
 def momentum_update(grads, weights, velocity, learning_rate, mass,
@@ -36,13 +30,15 @@ class Momentum(base.Optimizer):
   and momentum in deep learning"; Bengio et al. (2012),
   https://arxiv.org/abs/1212.0901 (eqs. 6 and 7).
 
+  Each weight's slot is its velocity `v`, a single array (as in Trax).
+
   Example:
 
   >>> from tfnp_trax.fastmath import numpy as jnp
   >>> opt = Momentum(learning_rate=0.1, weight_decay_rate=0.0)
   >>> w = jnp.zeros((1,), jnp.float32)
   >>> new_w, slots = opt.update(0, w + 1.0, w, opt.init(w), opt.opt_params)
-  >>> round(float(new_w[0]), 4), slots.velocity.numpy().tolist()
+  >>> round(float(new_w[0]), 4), slots.numpy().tolist()
   (-0.19, [1.0])
   """
 
@@ -62,11 +58,11 @@ class Momentum(base.Optimizer):
     self._nesterov = nesterov
 
   def init(self, weights):
-    return MomentumSlots(jnp.zeros_like(weights))
+    return jnp.zeros_like(weights)
 
   def update(self, step, grads, weights, slots, opt_params):
     del step
     new_weights, new_v = momentum_update(
-        grads, weights, slots.velocity, opt_params['learning_rate'],
+        grads, weights, slots, opt_params['learning_rate'],
         opt_params['mass'], opt_params['weight_decay_rate'], self._nesterov)
-    return new_weights.astype(weights.dtype), MomentumSlots(new_v)
+    return new_weights.astype(weights.dtype), new_v

@@ -1,15 +1,9 @@
 """RMSProp: gradients scaled by a running RMS of past gradients."""
 
-from typing import NamedTuple
-
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import base
 
-__all__ = ['RMSProp', 'RMSPropSlots', 'rms_prop_update']
-
-
-class RMSPropSlots(NamedTuple):
-  avg_sq_grad: jnp.ndarray
+__all__ = ['RMSProp', 'rms_prop_update']
 
 
 def rms_prop_update(grads, weights, avg_sq_grad, learning_rate, gamma, eps):
@@ -29,7 +23,8 @@ class RMSProp(base.Optimizer):
     a <- gamma * a + (1 - gamma) * g^2
     w <- w - lr * g / (sqrt(a) + eps)
 
-  The average `a` starts at ones, which damps the first steps.
+  Each weight's slot is the average `a`, a single array (as in Trax); it
+  starts at ones, which damps the first steps.
 
   Example:
 
@@ -37,7 +32,7 @@ class RMSProp(base.Optimizer):
   >>> opt = RMSProp(learning_rate=0.1)
   >>> w = jnp.zeros((1,), jnp.float32)
   >>> new_w, slots = opt.update(0, w + 1.0, w, opt.init(w), opt.opt_params)
-  >>> round(float(new_w[0]), 4), slots.avg_sq_grad.numpy().tolist()
+  >>> round(float(new_w[0]), 4), slots.numpy().tolist()
   (-0.1, [1.0])
   """
 
@@ -55,11 +50,11 @@ class RMSProp(base.Optimizer):
                      clip_grad_norm=clip_grad_norm)
 
   def init(self, weights):
-    return RMSPropSlots(jnp.ones_like(weights))
+    return jnp.ones_like(weights)
 
   def update(self, step, grads, weights, slots, opt_params):
     del step
     new_weights, avg = rms_prop_update(
-        grads, weights, slots.avg_sq_grad, opt_params['learning_rate'],
+        grads, weights, slots, opt_params['learning_rate'],
         opt_params['gamma'], opt_params['eps'])
-    return new_weights.astype(weights.dtype), RMSPropSlots(avg)
+    return new_weights.astype(weights.dtype), avg

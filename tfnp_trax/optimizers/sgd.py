@@ -17,6 +17,8 @@ class SGD(base.Optimizer):
 
     w <- w - lr * g
 
+  As in Trax, SGD keeps no state: each weight's slot entry is None.
+
   Reference: Robbins & Monro (1951), "A Stochastic Approximation Method".
 
   Example:
@@ -26,14 +28,14 @@ class SGD(base.Optimizer):
   >>> w = jnp.ones((2,), jnp.float32)
   >>> new_w, slots = opt.update(0, w, w, opt.init(w), opt.opt_params)
   >>> new_w.numpy().tolist(), slots
-  ([0.8999999761581421, 0.8999999761581421], ())
+  ([0.8999999761581421, 0.8999999761581421], None)
   """
 
   def init(self, weights):
     del weights
-    return ()
+    return None
 
   def update(self, step, grads, weights, slots, opt_params):
     del step, slots
     new_weights = sgd_update(grads, weights, opt_params['learning_rate'])
-    return new_weights.astype(weights.dtype), ()
+    return new_weights.astype(weights.dtype), None

@@ -2,12 +2,11 @@
 
 import enum
 import functools
-from typing import NamedTuple
 
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import base
 
-__all__ = ['SM3', 'SM3Slots', 'MomentumType']
+__all__ = ['SM3', 'MomentumType']
 
 # Added to square roots before inverting; entries with a zero accumulator
 # get a zero preconditioner instead.
@@ -22,12 +21,6 @@ class MomentumType(enum.IntEnum):
 
 
 _MOMENTUM_TYPE_NAMES = [f'MomentumType.{t.name}' for t in MomentumType]
-
-
-class SM3Slots(NamedTuple):
-  momentum: object  # An array, or () without momentum.
-  accumulators: tuple  # One per axis (one for rank <= 1).
-  graft_accumulators: tuple  # Like accumulators; () without grafting.
 
 
 def _expanded_shape(shape, axis):
@@ -48,9 +41,9 @@ def _project(acc):
   """New axis accumulators: maximum of `acc` over all other axes."""
   rank = len(acc.shape)
   if rank <= 1:
-    return (acc,)
-  return tuple(jnp.max(acc, axis=tuple(j for j in range(rank) if j != i))
-               for i in range(rank))
+    return [acc]
+  return [jnp.max(acc, axis=tuple(j for j in range(rank) if j != i))
+          for i in range(rank)]
 
 
 def _inv_sqrt_or_zero(acc):
@@ -95,13 +88,20 @@ class SM3(base.Optimizer):
   With `b2 != 1` the step size is grafted from plain SM3-Adagrad (`b2 = 1`),
   whose accumulators are kept as extra slots. `b2 == 1` is Adagrad-like.
 
+  Slots per weight, as in Trax: the tuple `(momentum, accumulators,
+  graft_accumulators)`, where `momentum` is an array (the empty list `[]`
+  when `momentum == 0`) and the other two are lists of arrays (the graft
+  list is empty when `b2 == 1`). Unlike Trax's, `update` builds new lists
+  rather than overwriting the given ones, so it stays pure.
+
   Example:
 
   >>> from tfnp_trax.fastmath import numpy as jnp
   >>> opt = SM3(learning_rate=0.1, momentum=0.0)
   >>> w = jnp.zeros((2, 3), jnp.float32)
-  >>> [a.shape for a in opt.init(w).accumulators]
-  [TensorShape([2]), TensorShape([3])]
+  >>> momentum, accumulators, graft_accumulators = opt.init(w)
+  >>> [a.shape for a in accumulators], momentum, graft_accumulators
+  ([TensorShape([2]), TensorShape([3])], [], [])
   """
 
   def __init__(self, learning_rate=0.01, momentum=0.9,
@@ -132,29 +132,29 @@ class SM3(base.Optimizer):
   def init(self, weights):
     shape = tuple(weights.shape)
     sizes = [shape] if len(shape) <= 1 else [(n,) for n in shape]
-    new = lambda: tuple(jnp.zeros(s, weights.dtype) for s in sizes)
-    momentum = jnp.zeros_like(weights) if self._has_momentum else ()
-    return SM3Slots(momentum, new(), new() if self._graft else ())
+    new = lambda: [jnp.zeros(s, weights.dtype) for s in sizes]
+    momentum = jnp.zeros_like(weights) if self._has_momentum else []
+    return (momentum, new(), new() if self._graft else [])
 
   def update(self, step, grads, weights, slots, opt_params):
     del step
     p = opt_params
+    momentum, accumulators, graft_accumulators = slots
     shape = tuple(weights.shape)
     b2 = p['second_moment_averaging']
     g2 = grads * grads
     coeff = jnp.where(b2 == 1.0, 1.0, 1.0 - b2)  # Plain sum when b2 == 1.
-    acc = b2 * _cover(slots.accumulators, shape) + coeff * g2
+    acc = b2 * _cover(accumulators, shape) + coeff * g2
     pg = grads * _inv_sqrt_or_zero(acc)  # Preconditioned gradient.
-    graft = ()
+    graft = []
     if self._graft:
-      graft_acc = _cover(slots.graft_accumulators, shape) + g2
+      graft_acc = _cover(graft_accumulators, shape) + g2
       pg_graft = grads * _inv_sqrt_or_zero(graft_acc)
       pg = pg * (_norm(pg_graft) / (_norm(pg) + _TINY))  # Graft step size.
       graft = _project(graft_acc)
     pg = pg + p['weight_decay'] * weights
-    m, update = slots.momentum, pg
+    m, update = momentum, pg
     if self._has_momentum:
       m, update = _momentum(pg, m, p['momentum'], self._momentum_type)
     new_weights = weights - p['learning_rate'] * update
-    return (new_weights.astype(weights.dtype),
-            SM3Slots(m, _project(acc), graft))
+    return (new_weights.astype(weights.dtype), (m, _project(acc), graft))

@@ -41,8 +41,8 @@ def targets(batch, value_fn, gamma, estimator):
 
   Returns:
     Targets of float32 [n_envs, n_steps] arrays: `values`, `advantages`,
-    `value_targets` (values + advantages) and `rewards` (with the time-limit
-    bootstrap added).
+    `value_targets` (values + advantages, or the reward where an episode
+    ended) and `rewards` (with the time-limit bootstrap added).
   """
   values, final_values = values_for(batch, value_fn)
   n_envs = batch.reward.shape[0]
@@ -62,9 +62,15 @@ def targets(batch, value_fn, gamma, estimator):
         f'The advantage estimator returned shape {advantages.shape}; '
         f'expected {(n_envs, n_steps)}. Create it with margin=1.')
   values = values[:, :n_steps]
-  f32 = lambda x: x.astype(onp.float32)
-  return Targets(f32(values), f32(advantages), f32(values + advantages),
-                 f32(rewards[:, :n_steps]))
+  rewards = rewards[:, :n_steps]
+  # At a step that ended an episode the value target is its reward. For
+  # td_k, td_lambda and gae that is already `values + advantages`; Trax's
+  # monte_carlo gets there by zeroing the caller's values in place, which
+  # ours does not do (its advantage there is the bare reward).
+  value_targets = onp.where(batch.done > 0, rewards, values + advantages)
+  f32 = lambda x: onp.asarray(x, dtype=onp.float32)
+  return Targets(f32(values), f32(advantages), f32(value_targets),
+                 f32(rewards))
 
 
 def steps_as_batch(x):

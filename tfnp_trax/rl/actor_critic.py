@@ -19,8 +19,16 @@ from tfnp_trax.rl import advantages as advantages_lib
 from tfnp_trax.rl import losses
 from tfnp_trax.rl import policy_metrics
 from tfnp_trax.rl import training
+# Trax defines the AWR loss layers and weight helpers in actor_critic; they
+# live in rl.awr here and are re-exported so Trax's import paths work.
+from tfnp_trax.rl.awr import AWRLoss
+from tfnp_trax.rl.awr import SamplingAWRLoss
+from tfnp_trax.rl.awr import awr_metrics
+from tfnp_trax.rl.awr import awr_weight_stat
+from tfnp_trax.rl.awr import awr_weights
 
-__all__ = ['ActorCriticAgent', 'PPO', 'A2C', 'AWR']
+__all__ = ['ActorCriticAgent', 'PPO', 'A2C', 'AWR', 'AWRLoss',
+           'SamplingAWRLoss', 'awr_metrics', 'awr_weight_stat', 'awr_weights']
 
 
 class ActorCriticAgent(training.Agent):

@@ -14,6 +14,7 @@ import numpy as onp
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.rl import _spaces
 
 __all__ = ['Distribution', 'Categorical', 'Gaussian', 'create_distribution',
            'LogLoss']
@@ -191,24 +192,40 @@ class Gaussian(Distribution):
 
 
 def create_distribution(space):
-  """The distribution for a gymnasium action space.
+  """The distribution for an action space from gym or gymnasium.
 
-  Discrete -> Categorical, MultiDiscrete (all dimensions of one size) ->
-  Categorical with a shape, Box -> Gaussian.
+  Spaces are recognised by their attributes, not their classes (see
+  `_spaces.kind`): Discrete -> Categorical, MultiDiscrete (all dimensions
+  of one size) -> Categorical with the space's shape, Box -> Gaussian.
+
+  Args:
+    space: the action space.
+
+  Returns:
+    A Distribution whose samples are actions of `space`.
+
+  Raises:
+    TypeError: for any other space, naming it and what is supported.
   """
-  from gymnasium import spaces  # pylint: disable=g-import-not-at-top
-  if isinstance(space, spaces.Discrete):
+  kind = _spaces.kind(space)
+  if kind in (_spaces.DISCRETE, _spaces.MULTI_DISCRETE) and onp.any(
+      _spaces.start(space) != 0):
+    # Categorical samples 0..n-1; an offset space would get wrong actions.
+    raise _spaces.unsupported('create_distribution', space,
+                              'its actions do not start at 0')
+  if kind == _spaces.DISCRETE:
     return Categorical(int(space.n))
-  if isinstance(space, spaces.MultiDiscrete) and space.nvec.size and (
-      onp.min(space.nvec) == onp.max(space.nvec)):
-    return Categorical(int(space.nvec.flat[0]), shape=space.nvec.shape)
-  if isinstance(space, spaces.Box):
-    return Gaussian(shape=space.shape)
-  raise TypeError(
-      f'create_distribution: the action space {space!r} '
-      f'({type(space).__name__}) is not supported; supported spaces are '
-      f'Discrete, MultiDiscrete with equal sizes, and Box. Wrap the '
-      f'environment so its actions fit one of these.')
+  if kind == _spaces.MULTI_DISCRETE:
+    nvec = onp.asarray(space.nvec)
+    if nvec.size and nvec.min() == nvec.max():
+      return Categorical(int(nvec.flat[0]), shape=nvec.shape)
+    raise _spaces.unsupported(
+        'create_distribution', space,
+        f'a MultiDiscrete needs equal sizes in every dimension, got nvec '
+        f'{nvec.tolist()}')
+  if kind == _spaces.BOX:
+    return Gaussian(shape=tuple(space.shape))
+  raise _spaces.unsupported('create_distribution', space)
 
 
 def LogLoss(distribution):

@@ -9,6 +9,7 @@ import collections
 
 import numpy as onp
 
+from tfnp_trax.rl import _spaces
 from tfnp_trax.rl import _vector_env
 
 __all__ = ['RLTask', 'TrajectoryBatch']
@@ -91,7 +92,7 @@ class RLTask:
 
   def _env_actions(self, actions):
     space = self.action_space
-    if hasattr(space, 'low') and hasattr(space, 'high'):
+    if _spaces.kind(space) == _spaces.BOX:
       # Gaussian samples can leave the box; the env sees them clipped, the
       # learner keeps the sampled value so its log-probability is right.
       return onp.clip(actions, space.low, space.high)

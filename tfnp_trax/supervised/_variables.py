@@ -14,7 +14,11 @@ __all__ = ['VariableTree', 'assign_local']
 
 
 class VariableTree:
-  """A tree of variables mirroring a tree of arrays (empty tuples kept)."""
+  """A tree of variables mirroring a tree of arrays.
+
+  Empty tuples and None leaves (e.g. SGD's slots, as in Trax) are kept in the
+  structure and get no variable.
+  """
 
   def __init__(self, tree, strategy, name):
     self._structure = tree
@@ -23,25 +27,27 @@ class VariableTree:
       self.variables = [
           tf.Variable(x, trainable=False, name=f'{name}_{i}',
                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-          for i, x in enumerate(fastmath.tree_flatten(tree))]
+          for i, x in enumerate(fastmath.tree_leaves(tree))]
+
+  def _unflatten(self, flat):
+    return fastmath.tree_unflatten(flat, self._structure,
+                                   copy_from_tree=[None])[0]
 
   def read(self):
     """The current values as a tree of tensors (local copies per replica)."""
-    flat = [v.read_value() for v in self.variables]
-    return fastmath.tree_unflatten(flat, self._structure)[0]
+    return self._unflatten([v.read_value() for v in self.variables])
 
   def numpy(self):
     """The current values as a tree of NumPy arrays (first replica)."""
-    flat = [v.numpy() for v in self.variables]
-    return fastmath.tree_unflatten(flat, self._structure)[0]
+    return self._unflatten([v.numpy() for v in self.variables])
 
   def assign(self, tree):
     """Sets all values from a tree of arrays (outside replica functions)."""
-    for v, x in zip(self.variables, fastmath.tree_flatten(tree)):
+    for v, x in zip(self.variables, fastmath.tree_leaves(tree)):
       v.assign(tf.cast(x, v.dtype))
 
   def check_like(self, tree, what):
-    flat = fastmath.tree_flatten(tree)
+    flat = fastmath.tree_leaves(tree)
     if len(flat) != len(self.variables):
       raise ValueError(f'{what}: expected {len(self.variables)} arrays, got '
                        f'{len(flat)}.')

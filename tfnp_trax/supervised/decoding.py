@@ -1,9 +1,10 @@
-"""Autoregressive sampling from sequence models.
+"""Decoding sequence models: autoregressive sampling and beam search.
 
 A 'predict'-mode model (e.g. `TransformerLM(..., mode='predict')`) keeps a
 key/value cache in its state, so each step feeds only the newest token. With
 `eval_mode=True` any causal model is sampled by recomputing the whole prefix
 at every step instead (padded to a power of two to bound recompilation).
+`beam_search` (in _beam_search.py) keeps the best few continuations.
 """
 
 import random as _py_random
@@ -12,19 +13,16 @@ import weakref
 import numpy as np
 
 from tfnp_trax import fastmath
-from tfnp_trax import layers as tl
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.supervised import _decode_utils
+from tfnp_trax.supervised._beam_search import beam_search
 
-__all__ = ['autoregressive_sample_stream', 'autoregressive_sample']
+__all__ = ['autoregressive_sample_stream', 'autoregressive_sample',
+           'beam_search']
 
 # Step functions per model and (temperature, accelerate, eval_mode); kept
 # while the model lives, so repeated sampling does not retrace.
 _STEP_FNS = weakref.WeakKeyDictionary()
-
-
-def _structure(tree):
-  """`tree` with every leaf replaced by 0: a template for tree_unflatten."""
-  return fastmath.nested_map(lambda _: 0, tree)
 
 
 def _make_step(model, temperature, accelerate, eval_mode):
@@ -44,7 +42,8 @@ def _make_step(model, temperature, accelerate, eval_mode):
     return cache[key]
   # A weak reference, so that the cache entry does not keep the model alive.
   model_ref = weakref.ref(model)
-  templates = (_structure(model.weights), _structure(model.state))
+  templates = (_decode_utils.structure(model.weights),
+               _decode_utils.structure(model.state))
 
   def step(x, rng, index, flat_weights, flat_state):
     weights = fastmath.tree_unflatten(list(flat_weights), templates[0])[0]
@@ -65,49 +64,6 @@ def _make_step(model, temperature, accelerate, eval_mode):
     step = fastmath.jit(step, jit_compile=not eval_mode)
   cache[key] = step, templates
   return cache[key]
-
-
-def _walk(layer):
-  yield layer
-  for sub in layer.sublayers:
-    yield from _walk(sub)
-
-
-def _length_limit(model, eval_mode):
-  """`(layer name, limit, position)` of the tightest sequence-length bound.
-
-  When decoding with the cache, only 'predict'-mode layers bound the length
-  and the position is how many positions their state already holds; in eval
-  mode every positional encoding bounds it, from position 0.
-  """
-  best = None
-  for layer in _walk(model):
-    if isinstance(layer, tl.PositionalEncoding):
-      if eval_mode:
-        found = (layer.name, layer.max_len, 0)
-      elif layer.mode == 'predict':
-        found = (layer.name, layer.max_len, _int_or_none(layer.state))
-      else:
-        continue
-    elif (isinstance(layer, tl.DotProductCausalAttention) and not eval_mode
-          and layer.mode == 'predict'):
-      state = layer.state
-      found = (layer.name, layer.max_inference_length,
-               _int_or_none(state[2]) if isinstance(state, tuple) else None)
-    else:
-      continue
-    if found[2] is None:
-      continue
-    if best is None or found[1] - found[2] < best[1] - best[2]:
-      best = found
-  return best
-
-
-def _int_or_none(x):
-  try:
-    return int(x)
-  except (TypeError, ValueError):
-    return None
 
 
 def _check_length(bound, needed):
@@ -188,7 +144,7 @@ def autoregressive_sample_stream(model, inputs=None, batch_size=1,
   flat_state = fastmath.tree_flatten(model.state)
   rng = (fastmath.random.get_prng(_py_random.randint(0, 2**31 - 1))
          if rng is None else rng)
-  bound = _length_limit(model, eval_mode)
+  bound = _decode_utils.length_limit(model, eval_mode)
   position = bound[2] if bound else 0
   inputs = jnp.asarray(inputs) if two_inputs else None
   last = jnp.asarray(0, jnp.int32)  # Logits index when feeding one token.

@@ -145,8 +145,8 @@ class Trainer:
     _variables.assign_local(
         self._weights.variables + self._slots.variables +
         self._state.variables,
-        fastmath.tree_flatten(new_weights) + fastmath.tree_flatten(new_slots)
-        + fastmath.tree_flatten(new_state))
+        fastmath.tree_leaves(new_weights) + fastmath.tree_leaves(new_slots)
+        + fastmath.tree_leaves(new_state))
     return loss, stats
 
   def _distributed_step(self, batch, rng, step, opt_params):

@@ -1,0 +1,191 @@
+"""AssertShape, AssertFunction and the assert_shape decorator."""
+
+import importlib
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfnp_trax import fastmath
+from tfnp_trax import layers as tl
+from tfnp_trax import shapes
+from tfnp_trax.fastmath import numpy as jnp
+from tests.layers import _check
+
+# The package exports the decorator under the module's own name.
+assert_shape_module = importlib.import_module('tfnp_trax.layers.assert_shape')
+
+
+def _ones(*shape):
+  return jnp.ones(shape, jnp.float32)
+
+
+@pytest.mark.parametrize('spec,shapes_in', [
+    ('ab', [(2, 3)]),
+    ('...', [(2, 3, 4)]),
+    ('...', [()]),
+    ('a...', [(2,)]),
+    ('...bd', [(5, 2, 3)]),
+    ('b...d', [(2, 7, 7, 3)]),
+    ('ab,cd', [(1, 2), (3, 4)]),
+    ('ab,b', [(2, 3), (3,)]),
+    ('a2b', [(4, 2, 5)]),
+    ('...a,...b', [(2, 3, 4), (2, 3, 5)]),
+])
+@pytest.mark.parametrize('mode', ['eager', 'jit'])
+def test_passing_specs_return_inputs_unchanged(spec, shapes_in, mode):
+  xs = tuple(_ones(*s) for s in shapes_in)
+  layer = tl.AssertShape(spec)
+  x = xs[0] if len(xs) == 1 else xs
+  y = _check.run_layer(layer, x, mode)
+  ys = tuple(y) if len(xs) > 1 else (y,)
+  assert len(ys) == len(xs)
+  for got, want in zip(ys, xs):
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize('spec,shapes_in,message', [
+    ('ab,b', [(2, 3), (4,)],
+     r"AssertShape: spec 'ab,b': dimension 'b' is 3 in input 0 but 4 in "
+     r'input 1 \(inputs \[\(2, 3\), \(4,\)\]\)'),
+    ('abc', [(2, 3)],
+     r"spec 'abc': input 0 has rank 2 but 'abc' needs rank 3"),
+    ('...abc', [(2, 3)],
+     r"input 0 has rank 2 but '.abc' needs rank at least 3"),
+    ('a3', [(2, 4)], r"dimension '3' must be 3 but is 4 in input 0"),
+    ('...a,...b', [(2, 3, 4), (2, 5, 4)],
+     r"the dimensions under '...' are \(2, 3\) in input 0 but \(2, 5\) in "
+     r'input 1'),
+    ('...a,...b', [(2, 3, 4), (3, 4)],
+     r"the dimensions under '...' are \(2, 3\) in input 0 but \(3,\) in "
+     r'input 1'),
+])
+def test_failing_specs_name_dimension_and_sizes(spec, shapes_in, message):
+  layer = tl.AssertShape(spec, message='see here')
+  xs = tuple(_ones(*s) for s in shapes_in)
+  with pytest.raises(tl.LayerError, match=message + r'.*see here'):
+    layer(xs[0] if len(xs) == 1 else xs)
+
+
+def test_bad_specs_fail_at_construction():
+  # Trax asserts on the characters, so these are AssertionErrors there too.
+  with pytest.raises(AssertionError,
+                     match=r"spec 'a-b' has characters \['-'\]"):
+    tl.AssertShape('a-b')
+  with pytest.raises(AssertionError, match=r'more than one ellipsis'):
+    tl.AssertShape('...a...')
+  with pytest.raises(AssertionError, match=r"spec 'ab->a\+' has characters"):
+    tl.AssertFunction('ab->a+', tl.Relu())
+  with pytest.raises(ValueError, match=r"needs exactly one '->'"):
+    tl.assert_shape('ab')
+  with pytest.raises(ValueError, match=r"needs exactly one '->'"):
+    tl.AssertFunction('a->b->c', tl.Relu())
+
+
+def test_assert_function_checks_inputs_against_outputs():
+  ok = tl.AssertFunction('bd,bd->bd', tl.Add())
+  np.testing.assert_array_equal(ok((_ones(2, 3), _ones(2, 3))),
+                                2 * np.ones((2, 3)))
+  assert ok.n_in == 2 and ok.n_out == 1
+  # As in Trax, the unnamed checks print as '' ('_in2_out2' with 2 tensors).
+  assert str(ok) == 'Serial_in2[\n  _in2_out2\n  Add_in2\n]'
+  wrong = tl.AssertFunction('bd->bd', tl.Fn('Widen', lambda x: jnp.concatenate(
+      [x, x], axis=-1)))
+  with pytest.raises(tl.LayerError,
+                     match=r"AssertShape: spec 'bd->bd' \(around layer "
+                     r"Widen\): dimension 'd' is 3 in input 0 but 6 in "
+                     r'output 0 \(inputs \[\(2, 3\)\], outputs \[\(2, 6\)\]\)'
+                     r'\. Defined at .*assert_shape_test\.py'):
+    wrong(_ones(2, 3))
+
+
+def test_names_and_printing_follow_trax():
+  # Unnamed, as in Trax: a one-tensor check prints as '' and is left out.
+  assert str(tl.AssertShape('ab')) == ''
+  assert str(tl.AssertShape('ab,c')) == '_in2_out2'
+  assert str(tl.Serial(tl.AssertShape('a'), tl.Relu())) == 'Serial[\n  Relu\n]'
+  assert str(tl.Serial(tl.AssertShape('a', visible_layer=True), tl.Relu())) == (
+      'Serial[\n  AssertShape\n  Relu\n]')
+
+
+@tl.assert_shape('bl->bld')
+def _TinyLM(vocab_size, d_model):  # pylint: disable=invalid-name
+  return tl.Serial(tl.Embedding(vocab_size, d_model), tl.Dense(d_model))
+
+
+@tl.assert_shape('bld->bld')
+def _FeedForward(d_ff, d_out):  # pylint: disable=invalid-name
+  # A residual block's body: d_out must equal the input's width.
+  return tl.Serial(tl.Dense(d_ff), tl.Relu(), tl.Dense(d_out))
+
+
+def test_decorator_on_model_functions():
+  model = _TinyLM(10, 4)
+  model.init(shapes.ShapeDtype((2, 5), jnp.int32))
+  assert tuple(model(np.zeros((2, 5), np.int32)).shape) == (2, 5, 4)
+  assert _TinyLM.__name__ == '_TinyLM'
+  block = _FeedForward(8, 3)
+  block.init(shapes.ShapeDtype((2, 5, 3)))
+  for mode in _check.MODES:
+    y = _check.run_layer(block, _ones(2, 5, 3), mode)
+    assert tuple(y.shape) == (2, 5, 3)
+
+
+def test_decorator_catches_a_wrong_width_eagerly_and_under_jit():
+  sig = shapes.ShapeDtype((2, 5, 3))
+  with pytest.raises(tl.LayerError,
+                     match=r"AssertShape: spec 'bld->bld' \(around layer "
+                     r"Serial\): dimension 'd' is 3 in input 0 but 4 in "
+                     r"output 0 \(inputs \[\(2, 5, 3\)\], outputs "
+                     r"\[\(2, 5, 4\)\]\)\. Defined at "
+                     r".*assert_shape_test\.py"):
+    _FeedForward(8, 4).init(sig)
+  # Weights made without the checks reach forward, eagerly and compiled.
+  wide = _FeedForward(8, 4)
+  inner = tl.Serial(tl.Dense(8), tl.Relu(), tl.Dense(4))
+  wide.weights = ((), inner.init(sig)[0], ())
+  for mode in _check.MODES:
+    with pytest.raises(tl.LayerError, match=r"dimension 'd' is 3 in input 0 "
+                       r'but 4 in output 0'):
+      _check.run_layer(wide, _ones(2, 5, 3), mode)
+
+
+def test_unknown_sizes_under_tf_function_are_not_checked():
+  layer = tl.AssertShape('ab,b')
+
+  @tf.function(input_signature=[tf.TensorSpec([None, 3]),
+                                tf.TensorSpec([None])])
+  def run(x, v):
+    return layer((x, v))
+  x, v = run(_ones(2, 3), _ones(3))
+  assert tuple(x.shape) == (2, 3)
+  # The batch size is unknown while tracing, so the mismatch passes here.
+  run(_ones(2, 3), _ones(5))
+  with pytest.raises(tl.LayerError, match=r"dimension 'b' is 3 in input 0 "
+                     r'but 5 in input 1'):
+    layer((_ones(2, 3), _ones(5)))
+
+
+def test_decorated_layer_class_checks_forward():
+  @tl.assert_shape('...a->...a')
+  class Twice(tl.Layer):
+
+    def forward(self, x):
+      return jnp.concatenate([x, x], axis=0)
+
+  @tl.assert_shape('...a->...')
+  class Sum(tl.Layer):
+
+    def forward(self, x):
+      return jnp.sum(x, axis=-1)
+
+  assert tuple(Sum()(_ones(2, 3)).shape) == (2,)
+  with pytest.raises(tl.LayerError,
+                     match=r"AssertShape: spec '...a->...a' \(in layer "
+                     r"Twice\): the dimensions under '...' are \(2,\) in "
+                     r'input 0 but \(4,\) in output 0'):
+    Twice()(_ones(2, 3))
+
+
+def test_docstring_examples():
+  _check.run_doctests(assert_shape_module)

@@ -1,0 +1,594 @@
+"""Compares tfnp_trax with values recorded from real Trax 1.4.1.
+
+The fixtures live in tests/testdata/trax/ (see the README.md there); they were
+computed by running Trax 1.4.1 on JAX 0.4.30 (CPU) with
+tests/testdata/trax/make_fixtures.py. Trax itself is not needed here.
+
+Each fixture case expression is evaluated with `tl` = tfnp_trax.layers,
+`trax` = tfnp_trax, `jnp` = tfnp_trax.fastmath.numpy, `np` = NumPy.
+"""
+
+import functools
+import importlib
+import inspect
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+import tfnp_trax
+from tfnp_trax import fastmath
+from tfnp_trax import shapes
+from tfnp_trax.fastmath import numpy as jnp
+import tfnp_trax.layers as tl
+
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        os.pardir, 'testdata', 'trax')
+
+RTOL = 1e-5
+ATOL = 1e-6
+
+
+# ----------------------------------------------------------------------------
+# Fixture loading and decoding.
+
+@functools.lru_cache(maxsize=None)
+def _load(name):
+  with open(os.path.join(DATA_DIR, name)) as f:
+    return json.load(f)
+
+
+def _cases(name):
+  return _load(name)['cases']
+
+
+def _ids(cases, key):
+  out = []
+  for i, c in enumerate(cases):
+    label = key(c) if callable(key) else c[key]
+    label = re.sub(r'\s+', ' ', str(label))[:70]
+    out.append(f'{i:03d}:{label}')
+  return out
+
+
+def _is_array_record(obj):
+  return isinstance(obj, dict) and 'dtype' in obj and 'values' in obj
+
+
+def _decode(obj):
+  """Inverse of make_fixtures.encode."""
+  if obj is None:
+    return None
+  if _is_array_record(obj):
+    return np.array(obj['values'], dtype=obj['dtype']).reshape(obj['shape'])
+  if 'tuple' in obj:
+    return tuple(_decode(v) for v in obj['tuple'])
+  if 'list' in obj:
+    return [_decode(v) for v in obj['list']]
+  if 'dict' in obj:
+    return {k: _decode(v) for k, v in obj['dict'].items()}
+  if 'py' in obj:
+    return obj['value']
+  raise ValueError(f'cannot decode {obj!r}')
+
+
+def _namespace():
+  """Names the fixture expressions use, bound to tfnp_trax."""
+  for sub in ('models', 'optimizers', 'rl', 'rl.distributions'):
+    try:
+      importlib.import_module('tfnp_trax.' + sub)
+    except Exception:  # pylint: disable=broad-except
+      pass  # The expression that needs it fails and reports the problem.
+  return {'tl': tl, 'np': np, 'jnp': jnp, 'trax': tfnp_trax,
+          'shapes': shapes, 'fastmath': fastmath}
+
+
+def _eval(expr):
+  return eval(expr, _namespace())  # pylint: disable=eval-used
+
+
+def _attempt(fn, *args, **kwargs):
+  """Returns (result, None) or (None, exception); keeps failures short."""
+  try:
+    return fn(*args, **kwargs), None
+  except Exception as e:  # pylint: disable=broad-except
+    return None, e
+
+
+def _err(rec):
+  if rec is None:
+    return '?'
+  cause = f"{rec['cause_type']}: {rec['cause_message']}"
+  if rec['type'] != rec['cause_type']:
+    return f"{rec['type']} ({cause})"
+  return cause
+
+
+def _short(e):
+  """One-line description; for a multi-line message (LayerError), the first
+  line and the last (the exception raised inside the layer)."""
+  lines = [l for l in str(e).splitlines() if l.strip()]
+  if not lines:
+    return type(e).__name__
+  text = lines[0][:300]
+  if len(lines) > 1:
+    text += ' ... ' + lines[-1].strip()[:300]
+  return f'{type(e).__name__}: {text}'
+
+
+def _outline(x):
+  """Like make_fixtures.structure, for our trees."""
+  if x is None:
+    return None
+  if isinstance(x, tuple):
+    return {'tuple': [_outline(v) for v in x]}
+  if isinstance(x, list):
+    return [_outline(v) for v in x]
+  if isinstance(x, dict):
+    return {'dict': {str(k): _outline(v) for k, v in x.items()}}
+  if hasattr(x, 'shape') and hasattr(x, 'dtype'):
+    return f'{np.asarray(x).dtype}{list(np.shape(x))}'
+  return f'{type(x).__name__}:{x!r}'
+
+
+def _np(x):
+  return np.asarray(x)
+
+
+def _assert_close(ours, expected, what):
+  ours = _np(ours)
+  assert list(ours.shape) == list(expected.shape), (
+      f'{what}: shape {list(ours.shape)}, Trax {list(expected.shape)}')
+  if expected.dtype.kind in 'fc' or ours.dtype.kind in 'fc':
+    # Half precision carries ~3 decimal digits: allow one or two ulps there.
+    half = np.float16 in (expected.dtype, ours.dtype) or 'bfloat16' in (
+        str(expected.dtype), str(ours.dtype))
+    np.testing.assert_allclose(
+        ours.astype(np.float64), expected.astype(np.float64),
+        rtol=2e-3 if half else RTOL, atol=1e-3 if half else ATOL,
+        equal_nan=True, err_msg=what)
+  else:
+    np.testing.assert_array_equal(ours, expected, err_msg=what)
+
+
+# ----------------------------------------------------------------------------
+# Shared: build / init / set Trax's weights / call / compare.
+
+def _set_from_fixture(layer, attr, fixture_flat, fixture_outline):
+  """Puts Trax's recorded leaves into our tree; returns a problem or None."""
+  ours = getattr(layer, attr)
+  leaves = fastmath.tree_flatten(ours)
+  real = [l for l in leaves if l is not None]
+  expected = [_decode(w) for w in fixture_flat]
+  ours_shapes = [list(np.shape(l)) for l in real]
+  trax_shapes = [list(w.shape) for w in expected]
+  if ours_shapes != trax_shapes:
+    return (f'{attr} tree differs from Trax: Trax {json.dumps(fixture_outline)}'
+            f' (leaf shapes {trax_shapes}), tfnp_trax '
+            f'{json.dumps(_outline(ours))} (leaf shapes {ours_shapes})')
+  if not real:
+    return None
+  it = iter(expected)
+  new_flat = [None if l is None else next(it) for l in leaves]
+  new_tree, _ = fastmath.tree_unflatten(new_flat, ours)
+  setattr(layer, attr, new_tree)
+  return None
+
+
+def _describe_output(y):
+  if isinstance(y, (bool, int, float)):
+    return f'Python {type(y).__name__} {y!r}'
+  return f'{type(y).__name__} {_np(y).dtype}'
+
+
+def _compare_call(ours_out, trax_call, what):
+  """Compares one call's outputs with the recorded Trax call."""
+  t_outs = trax_call['outputs']
+  if trax_call['is_tuple']:
+    assert isinstance(ours_out, (tuple, list)), (
+        f'{what}: Trax returns a tuple of {len(t_outs)}, tfnp_trax '
+        f'{_describe_output(ours_out)}')
+    ours_list = list(ours_out)
+  else:
+    assert not isinstance(ours_out, (tuple, list)), (
+        f'{what}: Trax returns one output, tfnp_trax a '
+        f'{type(ours_out).__name__} of {len(ours_out)}')
+    ours_list = [ours_out]
+  assert len(ours_list) == len(t_outs), (
+      f'{what}: {len(ours_list)} outputs, Trax {len(t_outs)}')
+  for i, (o, t) in enumerate(zip(ours_list, t_outs)):
+    w = f'{what}, output {i}'
+    if not t['is_array']:
+      assert isinstance(o, (bool, int, float)) and type(o).__name__ == t[
+          'python_type'], (f'{w}: Trax gives Python {t["python_type"]} '
+                           f'{t["value"]["value"]!r}, tfnp_trax '
+                           f'{_describe_output(o)}')
+      assert o == t['value']['value'], f'{w}: {o!r} vs Trax {t["value"]}'
+      continue
+    assert not isinstance(o, (bool, int, float)), (
+        f'{w}: Trax gives an array ({t["python_type"]} {t["dtype"]}), '
+        f'tfnp_trax Python {type(o).__name__} {o!r}')
+    got = str(_np(o).dtype)
+    assert got == t['dtype'], (
+        f'{w}: dtype {got}, Trax {t["dtype"]}')
+    _assert_close(o, _decode(t['value']), w)
+
+
+def _check_layer_case(case, hint=None):
+  """Runs a recorded run_layer case on tfnp_trax and compares."""
+  expr = case['expr']
+  inputs = [_decode(x) for x in case['inputs']]
+  x = tuple(inputs) if case['input_is_tuple'] else inputs[0]
+  ins = ', '.join(f"{i['dtype']}{i['shape']}" for i in case['inputs'])
+  what = f'{expr} on ({ins})'
+  hint = f' [{hint}]' if hint else ''
+
+  layer, e = _attempt(_eval, expr)
+  if e is not None:
+    if not case['build_ok']:
+      return
+    pytest.fail(f'{what}: Trax builds it, tfnp_trax raises {_short(e)}')
+  if not case['build_ok']:
+    pytest.fail(f'{what}: Trax raises {_err(case["error"])} building it, '
+                f'tfnp_trax builds {layer}')
+
+  trax_fails = not case['init_ok'] or not case['call_ok']
+  trax_error = case.get('error') or (
+      case['calls'][-1].get('error') if case.get('calls') else None)
+  stage = 'init' if not case['init_ok'] else 'call'
+
+  _, e = _attempt(layer.init, shapes.signature(x),
+                  rng=fastmath.random.get_prng(0))
+  if e is not None:
+    if trax_fails:
+      return
+    pytest.fail(f'{what}: Trax inits it, tfnp_trax init raises {_short(e)}'
+                f'{hint}')
+  if case['init_ok']:
+    problem = _set_from_fixture(layer, 'weights', case['weights_flat'],
+                                case['weights_structure'])
+    if problem:
+      pytest.fail(f'{what}: {problem}')
+    # State: set it where the structures agree (it seldom matters at call).
+    _set_from_fixture(layer, 'state', case['state_flat'],
+                      case['state_structure'])
+
+  calls = case.get('calls') or [{'ok': False, 'error': case.get('error')}]
+  for n, t_call in enumerate(calls):
+    w = what if len(calls) == 1 else f'{what}, call {n + 1}'
+    out, e = _attempt(layer, x)
+    if e is not None:
+      if not t_call['ok']:
+        return
+      pytest.fail(f'{w}: Trax succeeds, tfnp_trax raises {_short(e)}{hint}')
+    if not t_call['ok']:
+      pytest.fail(f'{w}: Trax raises {_err(trax_error)} (at {stage}), '
+                  f'tfnp_trax returns {_describe_output(out) if not isinstance(out, (tuple, list)) else [_describe_output(o) for o in out]}')
+    try:
+      _compare_call(out, t_call, w)
+    except AssertionError as e:
+      raise AssertionError(f'{e}{hint}') from None
+
+
+# ----------------------------------------------------------------------------
+# 1. reprs.json
+
+REPR_CASES = _cases('reprs.json')
+
+
+@pytest.mark.parametrize('case', REPR_CASES, ids=_ids(REPR_CASES, 'expr'))
+def test_repr(case):
+  layer, e = _attempt(_eval, case['expr'])
+  if e is not None:
+    if case['ok']:
+      pytest.fail(f'Trax builds {case["expr"]} as {case["str"]!r}; tfnp_trax '
+                  f'raises {_short(e)}')
+    assert type(e).__name__ == case['error']['cause_type'], (
+        f'Trax raises {_err(case["error"])}; tfnp_trax raises {_short(e)}')
+    return
+  if not case['ok']:
+    pytest.fail(f'Trax raises {_err(case["error"])}; tfnp_trax builds '
+                f'{str(layer)!r}')
+  assert str(layer) == case['str'], (
+      f'str differs.\nTrax:\n{case["str"]}\ntfnp_trax:\n{layer}')
+  assert (layer.n_in, layer.n_out) == (case['n_in'], case['n_out'])
+
+
+# ----------------------------------------------------------------------------
+# 2. int_inputs.json
+
+INT_CASES = _cases('int_inputs.json')
+
+
+@pytest.mark.parametrize(
+    'case', INT_CASES,
+    ids=_ids(INT_CASES, lambda c: c['expr'] + ' ' + ','.join(
+        i['dtype'] for i in c['inputs'])))
+def test_int_inputs(case):
+  # Trax called eagerly on NumPy arrays lets NumPy-only layers (Add, x + 1)
+  # follow NumPy's int64/float64 rules, while inside any jitted step, and on
+  # jnp arrays, JAX canonicalises to int32/float32. tfnp_trax follows the
+  # latter everywhere, so the JAX-array call is the reference.
+  jnp_call = case.get('jnp_input_call')
+  if jnp_call is not None:
+    case = dict(case, calls=[jnp_call], call_ok=jnp_call['ok'])
+    if not jnp_call['ok']:
+      case['error'] = jnp_call.get('error')
+  _check_layer_case(case)
+
+
+# ----------------------------------------------------------------------------
+# 3. fn_checks.json
+
+FN_CASES = _cases('fn_checks.json')
+
+
+@pytest.mark.parametrize('case', FN_CASES, ids=_ids(FN_CASES, 'name'))
+def test_fn_checks(case):
+  layer, e = _attempt(_eval, case['expr'])
+  if e is not None:
+    if case['ok']:
+      pytest.fail(f'Trax accepts {case["expr"]} (n_in={case["n_in"]}); '
+                  f'tfnp_trax raises {_short(e)}')
+    t = case['error']
+    assert type(e).__name__ == t['type'], (
+        f'Trax raises {t["type"]}: {t["message"]}; tfnp_trax {_short(e)}')
+    m = re.search(r'has (.*?) \(', t['message'])
+    key = m.group(1) if m else t['message']
+    assert key.lower() in str(e).lower(), (
+        f'Trax message {t["message"]!r} (key words {key!r}); tfnp_trax '
+        f'message {str(e)!r}')
+    return
+  if not case['ok']:
+    pytest.fail(f'Trax raises {case["error"]["type"]}: '
+                f'{case["error"]["message"]}; tfnp_trax accepts it: {layer}')
+  assert (layer.n_in, layer.n_out) == (case['n_in'], case['n_out'])
+  assert str(layer) == case['str']
+
+
+# ----------------------------------------------------------------------------
+# 4. shapes.json
+
+SHAPE_CASES = _cases('shapes.json')
+
+
+def _plain(v):
+  if isinstance(v, dict) and 'tuple' in v:
+    return tuple(_plain(x) for x in v['tuple'])
+  return v
+
+
+@pytest.mark.parametrize('case', SHAPE_CASES, ids=_ids(SHAPE_CASES, 'expr'))
+def test_shapes(case):
+  v, e = _attempt(_eval, case['expr'])
+  if e is not None:
+    if case['ok']:
+      pytest.fail(f'Trax gives {case["value"]!r}; tfnp_trax raises '
+                  f'{_short(e)}')
+    t = case['error']
+    assert (type(e).__name__, str(e)) == (t['type'], t['message']), (
+        f'Trax raises {t["type"]}: {t["message"]}; tfnp_trax {_short(e)}')
+    return
+  if not case['ok']:
+    pytest.fail(f'Trax raises {_err(case["error"])}; tfnp_trax gives {v!r}')
+  expected = _plain(case['value'])
+  if isinstance(expected, dict) and 'repr' in expected:
+    assert repr(v) == expected['repr']
+  else:
+    assert v == expected, f'tfnp_trax {v!r}; Trax {expected!r}'
+    assert type(v) is type(expected), (
+        f'tfnp_trax {type(v).__name__}; Trax {type(expected).__name__}')
+
+
+# ----------------------------------------------------------------------------
+# 5. combinators.json
+
+COMB_CASES = _cases('combinators.json')
+
+
+@pytest.mark.parametrize('case', COMB_CASES, ids=_ids(COMB_CASES, 'expr'))
+def test_combinators(case):
+  _check_layer_case(case)
+
+
+BASE_NAMES = _load('combinators.json')['base_names']
+
+
+@pytest.mark.parametrize('rec', BASE_NAMES, ids=_ids(BASE_NAMES, 'name'))
+def test_base_names(rec):
+  assert hasattr(tl, rec['name']) == rec['exists'], (
+      f'tl.{rec["name"]}: exists in Trax: {rec["exists"]}')
+  if rec['exists'] and 'repr' in rec:
+    assert repr(getattr(tl, rec['name'])) == rec['repr']
+
+
+TO_LIST = _load('combinators.json')['to_list']
+
+
+@pytest.mark.parametrize('rec', TO_LIST, ids=_ids(TO_LIST, 'expr'))
+def test_to_list(rec):
+  v = _eval(rec['expr'])
+  assert type(v).__name__ == rec['type']
+  assert v == rec['value']
+
+
+# ----------------------------------------------------------------------------
+# 6. optimizers.json
+
+OPT_CASES = _cases('optimizers.json')
+OPT_IDS = _ids(OPT_CASES, 'expr')
+
+
+def _opt_leaves_close(ours, expected, what):
+  ours_l = [l for l in fastmath.tree_flatten(ours) if l is not None]
+  exp_l = [l for l in fastmath.tree_flatten(expected) if l is not None]
+  assert len(ours_l) == len(exp_l), (
+      f'{what}: {len(ours_l)} leaves, Trax {len(exp_l)}')
+  for i, (o, e) in enumerate(zip(ours_l, exp_l)):
+    _assert_close(o, np.asarray(e), f'{what}, leaf {i}')
+
+
+@pytest.mark.parametrize('case', OPT_CASES, ids=OPT_IDS)
+def test_optimizer_slots_before_init(case):
+  opt = _eval(case['expr'])
+  assert _outline(opt.slots) == case['slots_before_init'], (
+      f'opt.slots before tree_init: tfnp_trax {_outline(opt.slots)!r}, Trax '
+      f'{case["slots_before_init"]!r}')
+
+
+@pytest.mark.parametrize('case', OPT_CASES, ids=OPT_IDS)
+def test_optimizer_opt_params(case):
+  opt = _eval(case['expr'])
+  expected = _decode(case['opt_params'])
+  ours = dict(opt.opt_params)
+  assert sorted(ours) == sorted(expected), (
+      f'opt_params keys: tfnp_trax {sorted(ours)}, Trax {sorted(expected)}')
+  for k, v in expected.items():
+    _assert_close(ours[k], v, f'opt_params[{k!r}]')
+    assert str(_np(ours[k]).dtype) == str(v.dtype), (
+        f'opt_params[{k!r}] dtype {_np(ours[k]).dtype}, Trax {v.dtype}')
+
+
+@pytest.mark.parametrize('case', OPT_CASES, ids=OPT_IDS)
+def test_optimizer_tree_init(case):
+  opt = _eval(case['expr'])
+  weights = _decode(case['weights'])
+  slots, _ = opt.tree_init(weights)
+  assert _outline(slots) == case['slots_after_init_structure'], (
+      f'slots after tree_init: tfnp_trax {json.dumps(_outline(slots))}, Trax '
+      f'{json.dumps(case["slots_after_init_structure"])}')
+  _opt_leaves_close(slots, _decode(case['slots_after_init']), 'initial slots')
+  if case['opt_slots_is_returned']:
+    assert _outline(opt.slots) == case['slots_after_init_structure'], (
+        'opt.slots after tree_init is not the returned slots')
+
+
+@pytest.mark.parametrize('case', OPT_CASES, ids=OPT_IDS)
+def test_optimizer_steps(case):
+  opt = _eval(case['expr'])
+  weights = _decode(case['weights'])
+  slots, opt_params = opt.tree_init(weights)
+  for rec, grads in zip(case['steps'], case['grads']):
+    out = opt.tree_update(rec['step'], _decode(grads), weights, slots,
+                          opt_params)
+    assert len(out) == 3, (
+        f'tree_update returns {len(out)} values; Trax returns 3 '
+        '(weights, slots, metrics)')
+    weights, slots, metrics = out
+    what = f'step {rec["step"]}'
+    assert _outline(weights) == _outline(_decode(rec['weights'])), (
+        f'{what}: weight tree {_outline(weights)}, Trax '
+        f'{_outline(_decode(rec["weights"]))}')
+    _opt_leaves_close(weights, _decode(rec['weights']), f'{what} weights')
+    _opt_leaves_close(slots, _decode(rec['slots']), f'{what} slots')
+    exp_metrics = _decode(rec['metrics'])
+    assert sorted(metrics) == sorted(exp_metrics), (
+        f'{what}: metrics keys {sorted(metrics)}, Trax {sorted(exp_metrics)}')
+    for k, v in exp_metrics.items():
+      _assert_close(metrics[k], v, f'{what} metrics[{k!r}]')
+
+
+# ----------------------------------------------------------------------------
+# 7. metrics.json
+
+METRIC_CASES = _cases('metrics.json')
+
+
+@pytest.mark.parametrize(
+    'case', METRIC_CASES,
+    ids=_ids(METRIC_CASES, lambda c: c['expr'] + ' ' + ','.join(
+        c['input_names'])))
+def test_metrics(case):
+  _check_layer_case(case)
+
+
+# ----------------------------------------------------------------------------
+# 8. rl_advantages.json
+
+ADV = _load('rl_advantages.json')
+ADV_CASES = ADV['cases']
+
+
+def _adv_module():
+  return importlib.import_module('tfnp_trax.rl.advantages')
+
+
+@pytest.mark.parametrize(
+    'case', ADV_CASES,
+    ids=_ids(ADV_CASES, lambda c: f"{c['fn']} m={c['margin']} "
+             f"{c['kwargs']} mask={c['mask_name']}"))
+def test_advantages(case):
+  adv = _adv_module()
+  inp = ADV['inputs']
+  rewards = _decode(inp['rewards'])
+  values = _decode(inp['values'])
+  dones = _decode(inp['dones'])
+  returns = _decode(inp['returns'][case['mask_name']])
+  mask = (None if case['mask_name'] == 'none' else
+          _decode(inp['discount_masks'][case['mask_name']]))
+  what = (f"{case['fn']}(gamma={case['gamma']}, margin={case['margin']}, "
+          f"{case['kwargs']}) with discount_mask={case['mask_name']}")
+  def run():
+    estimator = getattr(adv, case['fn'])(case['gamma'], case['margin'],
+                                         **case['kwargs'])
+    return estimator(rewards.copy(), returns.copy(), values.copy(),
+                     dones.copy(), None if mask is None else mask.copy())
+  out, e = _attempt(run)
+  if e is not None:
+    if not case['ok']:
+      return
+    pytest.fail(f'{what}: Trax succeeds, tfnp_trax raises {_short(e)}')
+  if not case['ok']:
+    pytest.fail(f'{what}: Trax raises {_err(case["error"])}, tfnp_trax '
+                f'returns {_np(out).shape}')
+  _assert_close(out, _decode(case['output']), what)
+
+
+ADV_NAMES = ADV['public_names']
+
+
+@pytest.mark.parametrize('rec', ADV_NAMES, ids=_ids(ADV_NAMES, 'name'))
+def test_advantages_signature(rec):
+  adv = _adv_module()
+  assert hasattr(adv, rec['name']), f'tfnp_trax.rl.advantages.{rec["name"]}'
+  if 'signature' not in rec:
+    return
+  ours = inspect.signature(getattr(adv, rec['name']))
+  trax_params = rec['signature'].strip('()').split(', ')
+  trax_params = [p for p in trax_params if p]
+  ours_params = [str(p) for p in ours.parameters.values()]
+  assert ours_params[:len(trax_params)] == trax_params, (
+      f'{rec["name"]}: tfnp_trax {ours}, Trax {rec["signature"]}')
+
+
+@pytest.mark.parametrize('rec', ADV['helpers'],
+                         ids=[h['fn'] for h in ADV['helpers']])
+def test_advantages_helpers(rec):
+  adv = _adv_module()
+  if rec['fn'] == 'discounted_returns':
+    out = adv.discounted_returns(_decode(rec['rewards']),
+                                 _decode(rec['gammas']))
+  else:
+    out = adv.mask_discount(rec['discount'], _decode(rec['discount_mask']))
+  _assert_close(out, _decode(rec['output']), rec['fn'])
+
+
+# ----------------------------------------------------------------------------
+# 9. rl_paths.json
+
+RL_PATHS = _cases('rl_paths.json')
+
+
+@pytest.mark.parametrize('case', RL_PATHS, ids=_ids(RL_PATHS, 'module'))
+def test_rl_module_paths(case):
+  name = f'tfnp_trax.rl.{case["module"]}'
+  mod, e = _attempt(importlib.import_module, name)
+  if e is not None:
+    pytest.fail(f'import {name}: {_short(e)}')
+  wanted = [n['name'] for n in case.get('names', []) if n['defined_here']]
+  missing = [n for n in wanted if not hasattr(mod, n)]
+  assert not missing, (
+      f'{name} lacks {len(missing)} of Trax\'s {len(wanted)} names: '
+      f'{", ".join(missing)}')

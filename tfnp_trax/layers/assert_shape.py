@@ -1,0 +1,268 @@
+"""Shape assertions in an einsum-like language: `assert_shape('bld->bl')`.
+
+A spec names each tensor's axes with one character per axis:
+
+* a letter is a named dimension: every axis with the same letter, in any
+  input or output, must have the same size;
+* a digit is that size itself ('3' must be 3);
+* '...' stands for any number of axes (at most one per tensor); all the
+  axes covered by '...' in every tensor must be the same;
+* ',' separates tensors and '->' separates inputs from outputs.
+
+Checks use static shapes, so they run eagerly and while tracing under
+`tf.function` (once per trace); an axis of unknown size is not checked.
+"""
+
+import functools
+import inspect
+import string
+import sys
+import threading
+
+from tfnp_trax.layers import base
+from tfnp_trax.layers import combinators
+
+__all__ = ['assert_shape', 'AssertFunction', 'AssertShape']
+
+_ALLOWED = set(string.ascii_letters + string.digits + '.')
+
+
+def _caller(depth):
+  frame = sys._getframe(depth + 1)  # pylint: disable=protected-access
+  return f'Defined at {frame.f_code.co_filename}:{frame.f_lineno}'
+
+
+def _parse(spec, full_spec):
+  """'ab,...c' -> ['ab', '.c'] with one '.' per ellipsis, checked.
+
+  A bad spec raises AssertionError, the type Trax's assert gives it.
+  """
+  specs = spec.replace('...', '.').split(',')
+  for part in specs:
+    bad = sorted(set(part) - _ALLOWED)
+    if bad or part.count('.') > 1:
+      what = (f'characters {bad}' if bad else 'more than one ellipsis')
+      raise AssertionError(
+          f"AssertShape: spec {full_spec!r} has {what} in {part!r}; use "
+          f"letters (named dimensions), digits (sizes), one '...' per tensor, "
+          f"',' between tensors and '->' between inputs and outputs.")
+  return specs
+
+
+class _Checker:
+  """Checks tensors against specs, recording sizes as it goes."""
+
+  def __init__(self, full_spec, context, message):
+    self.full_spec = full_spec
+    self.context = context  # e.g. ' (around layer Serial)'.
+    self.message = message
+
+  def fail(self, problem, bindings):
+    shapes = ', '.join(f'{kind}s {list(s)}'
+                       for kind, s in bindings['_shapes'].items())
+    raise ValueError(f'AssertShape: spec {self.full_spec!r}{self.context}: '
+                     f'{problem} ({shapes}). {self.message}')
+
+  def check(self, xs, specs, kind, bindings):
+    """Checks tensors `xs` (of the `kind` 'input' or 'output')."""
+    shapes = [tuple(x.shape) for x in xs]
+    bindings['_shapes'][kind] = shapes
+    if len(xs) != len(specs):
+      self.fail(f'expected {len(specs)} {kind}s but got {len(xs)}', bindings)
+    for i, (shape, spec) in enumerate(zip(shapes, specs)):
+      where = f'{kind} {i}'
+      named = spec.replace('.', '')
+      if '.' in spec:
+        if len(shape) < len(named):
+          self.fail(f'{where} has rank {len(shape)} but {spec!r} needs rank '
+                    f'at least {len(named)}', bindings)
+        before, after = spec.split('.')
+        tail = len(shape) - len(after)
+        dims = list(zip(before, shape)) + list(zip(after, shape[tail:]))
+        self._ellipsis(shape[len(before):tail], where, bindings)
+      else:
+        if len(shape) != len(spec):
+          self.fail(f'{where} has rank {len(shape)} but {spec!r} needs rank '
+                    f'{len(spec)}', bindings)
+        dims = list(zip(spec, shape))
+      for letter, size in dims:
+        self._dimension(letter, size, where, bindings)
+
+  def _dimension(self, letter, size, where, bindings):
+    if size is None:
+      return  # Unknown while tracing: nothing to check.
+    if letter.isdigit():
+      if size != int(letter):
+        self.fail(f'dimension {letter!r} must be {letter} but is {size} in '
+                  f'{where}', bindings)
+      return
+    if letter in bindings:
+      seen, seen_where = bindings[letter]
+      if seen != size:
+        self.fail(f'dimension {letter!r} is {seen} in {seen_where} but '
+                  f'{size} in {where}', bindings)
+    else:
+      bindings[letter] = (size, where)
+
+  def _ellipsis(self, dims, where, bindings):
+    if '.' in bindings:
+      seen, seen_where = bindings['.']
+      known = all(a is not None and b is not None for a, b in zip(seen, dims))
+      if len(seen) != len(dims) or (known and tuple(seen) != tuple(dims)):
+        self.fail(f"the dimensions under '...' are {tuple(seen)} in "
+                  f'{seen_where} but {tuple(dims)} in {where}', bindings)
+    else:
+      bindings['.'] = (tuple(dims), where)
+
+
+class _SharedBindings(threading.local):
+  """What the input check saw, for the output check of the same call.
+
+  Per thread, since replicas of a tf.distribute strategy run in threads.
+  """
+
+  def __init__(self):
+    super().__init__()
+    self.values = None
+
+
+class AssertShape(base.Layer):
+  """Checks the shapes of its inputs against a spec and passes them through.
+
+  Example:
+    >>> layer = AssertShape('ab,b')
+    >>> x, v = layer((jnp.ones((2, 3)), jnp.ones((3,))))
+    >>> tuple(x.shape)
+    (2, 3)
+  """
+
+  def __init__(self, spec, message=None, visible_layer=False):
+    """Creates a layer checking `spec` (no '->': inputs are the outputs).
+
+    Args:
+      spec: one shape spec per tensor, joined by ','.
+      message: text appended to errors; by default where the layer was made.
+      visible_layer: name the layer 'AssertShape'; by default, as in Trax,
+        its name is '' and a one-tensor check is left out when printing.
+
+    Raises:
+      AssertionError: (Trax's error) the spec has characters other than
+        letters, digits, '...' and ','.
+    """
+    self._specs = _parse(spec, spec)
+    super().__init__(n_in=len(self._specs), n_out=len(self._specs),
+                     name='AssertShape' if visible_layer else '')
+    message = _caller(1) if message is None else message
+    self._checker = _Checker(spec, '', message)
+    self._kind = 'input'
+    self._shared = None  # Set by _link: this checks outputs of a layer.
+
+  def _link(self, checker, before, kind):
+    """Checks as part of `checker`'s spec, after `before` (if given)."""
+    self._checker = checker
+    self._kind = kind
+    # pylint: disable=protected-access
+    self._shared = (before._shared if before is not None else
+                    _SharedBindings())
+
+  def forward(self, xs):
+    tensors = list(xs) if isinstance(xs, (list, tuple)) else [xs]
+    if self._shared is None or self._kind == 'input':
+      bindings = {'_shapes': {}}
+      if self._shared is not None:
+        self._shared.values = bindings
+    else:
+      bindings = self._shared.values or {'_shapes': {}}
+    self._checker.check(tensors, self._specs, self._kind, bindings)
+    return xs
+
+
+def _split_arrow(specification):
+  if specification.count('->') != 1:
+    raise ValueError(f'AssertShape: spec {specification!r} needs exactly one '
+                     f"'->' between the input and the output specs.")
+  return specification.split('->')
+
+
+def AssertFunction(specification, layer, message=None):  # pylint: disable=invalid-name
+  """`layer` between checks of its inputs and outputs against one spec.
+
+  Example:
+    >>> model = AssertFunction('...d->...d', tl.Serial(tl.Relu()))
+    >>> tuple(model(jnp.ones((2, 3))).shape)
+    (2, 3)
+
+  Args:
+    specification: 'inputs->outputs', e.g. 'bl,bld->bld'.
+    layer: the layer to check.
+    message: text appended to errors; by default where this was called.
+
+  Returns:
+    `Serial(input check, layer, output check)`; the checks have no weights.
+  """
+  before_spec, after_spec = _split_arrow(specification)
+  message = _caller(1) if message is None else message
+  checker = _Checker(specification, f' (around layer {layer.name})', message)
+  before = _assert_layer(before_spec, specification, checker, None, 'input')
+  after = _assert_layer(after_spec, specification, checker, before, 'output')
+  return combinators.Serial(before, layer, after)
+
+
+def _assert_layer(spec, full_spec, checker, before, kind):
+  _parse(spec, full_spec)  # Errors name the whole spec.
+  layer = AssertShape(spec, checker.message)
+  layer._link(checker, before, kind)  # pylint: disable=protected-access
+  return layer
+
+
+def assert_shape(specification):
+  """Decorator: checks the shapes going into and out of a layer.
+
+  Applied to a function returning a layer, wraps that layer with
+  `AssertFunction`; applied to a Layer subclass, checks in its `forward`.
+
+  Example:
+    >>> @assert_shape('...d->...d')
+    ... def Block():
+    ...   return tl.Serial(tl.Relu())
+    >>> tuple(Block()(jnp.ones((2, 3))).shape)
+    (2, 3)
+
+  Args:
+    specification: 'inputs->outputs' (see the module docstring).
+
+  Returns:
+    The decorator.
+  """
+  before_spec, after_spec = _split_arrow(specification)
+  in_specs = _parse(before_spec, specification)
+  out_specs = _parse(after_spec, specification)
+  message = _caller(1)
+
+  def wrap_class(cls):
+    forward = cls.forward
+
+    @functools.wraps(forward)
+    def checked_forward(self, xs):
+      checker = _Checker(specification, f' (in layer {self.name})', message)
+      bindings = {'_shapes': {}}
+      ins = list(xs) if isinstance(xs, (list, tuple)) else [xs]
+      checker.check(ins, in_specs, 'input', bindings)
+      ys = forward(self, xs)
+      outs = list(ys) if isinstance(ys, (list, tuple)) else [ys]
+      checker.check(outs, out_specs, 'output', bindings)
+      return ys
+    cls.forward = checked_forward
+    return cls
+
+  def wrap_function(fn):
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+      return AssertFunction(specification, fn(*args, **kwargs), message)
+    return checked
+
+  def wrap(fn_or_class):
+    if inspect.isclass(fn_or_class):
+      return wrap_class(fn_or_class)
+    return wrap_function(fn_or_class)
+  return wrap

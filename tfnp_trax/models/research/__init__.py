@@ -1,0 +1,17 @@
+"""Research models: Transformer variants and other experimental networks."""
+
+from tfnp_trax.models.research.layerdrop_transformer import EveryOtherLayerDropTransformerLM
+from tfnp_trax.models.research.layerdrop_transformer import LayerDropTransformerLM
+from tfnp_trax.models.research.layerdrop_transformer import SkippingTransformerLM
+from tfnp_trax.models.research.rezero import ReZeroTransformer
+from tfnp_trax.models.research.rezero import ReZeroTransformerDecoder
+from tfnp_trax.models.research.rezero import ReZeroTransformerEncoder
+from tfnp_trax.models.research.rezero import ReZeroTransformerLM
+from tfnp_trax.models.research.rse import ResidualShuffleExchange
+
+__all__ = [
+    'EveryOtherLayerDropTransformerLM', 'LayerDropTransformerLM',
+    'SkippingTransformerLM', 'ReZeroTransformer', 'ReZeroTransformerDecoder',
+    'ReZeroTransformerEncoder', 'ReZeroTransformerLM',
+    'ResidualShuffleExchange',
+]

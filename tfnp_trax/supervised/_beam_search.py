@@ -1,0 +1,229 @@
+"""Beam search over a 'predict'-mode model's key/value cache.
+
+The `n_beams` beams of each sequence run as `batch_size * n_beams` rows of
+one batch (row `b * n_beams + k` is beam k of sequence b). Each step feeds
+every row its newest token, scores all one-token extensions, keeps the best
+`n_beams` per sequence and reorders the cache rows to follow the surviving
+beams with a gather. The step is one compiled function, traced once for the
+prompt's shape and once for single tokens.
+"""
+
+import weakref
+
+import numpy as np
+
+from tfnp_trax import fastmath
+from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.supervised import _decode_utils
+
+__all__ = ['beam_search']
+
+_BEAM_STEPS = weakref.WeakKeyDictionary()
+
+
+def _batch_major(leaf, batch):
+  # State leaves with a leading axis are batch-major: [batch, ...] or, as in
+  # attention caches, [batch * heads, ...]. Scalars (positions) are shared.
+  shape = tuple(np.shape(leaf))
+  return bool(shape) and shape[0] % batch == 0
+
+
+def _gather_rows(leaf, rows, n_rows):
+  """Rows of a batch-major leaf, `rows` indexing its first n_rows-sized axis."""
+  shape = tuple(leaf.shape)
+  grouped = jnp.reshape(leaf, (n_rows, shape[0] // n_rows) + shape[1:])
+  return jnp.reshape(jnp.take(grouped, rows, axis=0), shape)
+
+
+def _make_step(model, batch_size, n_beams, eos_id, alpha, accelerate,
+               batch_major):
+  """The compiled step; see `beam_search` for the scoring it implements."""
+  cache = _BEAM_STEPS.setdefault(model, {})
+  key = (batch_size, n_beams, eos_id, float(alpha), bool(accelerate),
+         batch_major)
+  if key in cache:
+    return cache[key]
+  model_ref = weakref.ref(model)  # The cache must not keep the model alive.
+  templates = (_decode_utils.structure(model.weights),
+               _decode_utils.structure(model.state))
+  n_rows = batch_size * n_beams
+
+  def step(x, t, log_probs_sum, finished, lengths, flat_weights, flat_state):
+    weights = fastmath.tree_unflatten(list(flat_weights), templates[0])[0]
+    state = fastmath.tree_unflatten(list(flat_state), templates[1])[0]
+    out, new_state = model_ref().pure_fn(x, weights, state,
+                                         fastmath.random.get_prng(0))
+    logits = out[0] if isinstance(out, (list, tuple)) else out
+    logits = logits[:, -1, :].astype(jnp.float32)
+    vocab = logits.shape[-1]
+    if n_beams > vocab:
+      raise ValueError(
+          f'beam_search: n_beams={n_beams} is larger than the vocabulary: '
+          f'the model scores {vocab} tokens, so at most {vocab} beams can '
+          f'differ after the first step. Use n_beams <= {vocab}.')
+    log_probs = logits - fastmath.logsumexp(logits, axis=-1, keepdims=True)
+    log_probs = jnp.reshape(log_probs, (batch_size, n_beams, vocab))
+    done = finished[:, :, None]
+    # A finished beam has one candidate, itself (in column 0), unchanged.
+    only_first = jnp.arange(vocab) == 0
+    neg_inf = jnp.asarray(-np.inf, jnp.float32)
+    kept = jnp.where(only_first, log_probs_sum[:, :, None], neg_inf)
+    raw = jnp.where(done, kept, log_probs_sum[:, :, None] + log_probs)
+    t_float = t.astype(jnp.float32)
+    penalty_alive = ((5.0 + t_float) / 6.0) ** alpha
+    penalty_done = ((5.0 + lengths.astype(jnp.float32)) / 6.0) ** alpha
+    score = jnp.where(done, raw / penalty_done[:, :, None],
+                      raw / penalty_alive)
+    best, index = fastmath.top_k(
+        jnp.reshape(score, (batch_size, n_beams * vocab)), n_beams)
+    parent = index // vocab
+    token = (index % vocab).astype(jnp.int32)
+    new_sum = jnp.take_along_axis(
+        jnp.reshape(raw, (batch_size, n_beams * vocab)), index, axis=1)
+    parent_done = jnp.take_along_axis(finished, parent, axis=1)
+    parent_length = jnp.take_along_axis(lengths, parent, axis=1)
+    token = jnp.where(parent_done, 0, token)  # Padding after eos.
+    new_finished = parent_done | (token == eos_id)
+    new_lengths = jnp.where(parent_done, parent_length, t)
+    rows = jnp.reshape(
+        jnp.arange(batch_size)[:, None] * n_beams + parent, (n_rows,))
+    flat_new = [_gather_rows(leaf, rows, n_rows) if major else leaf
+                for leaf, major in zip(fastmath.tree_flatten(new_state),
+                                       batch_major)]
+    return (token, parent.astype(jnp.int32), new_sum, new_finished,
+            new_lengths, best, flat_new)
+
+  if accelerate:
+    step = fastmath.jit(step, jit_compile=True)
+  cache[key] = step
+  return step
+
+
+def _prompt(model, inputs, batch_size, start_id):
+  """`(tokens fed first [batch, T], source for two-input models or None)`."""
+  if inputs is not None:
+    inputs = np.asarray(inputs)
+    if inputs.ndim != 2 or inputs.shape[0] != batch_size:
+      raise ValueError(
+          f'beam_search: inputs must have shape (batch_size={batch_size}, '
+          f'length), got shape {inputs.shape}. Pass '
+          f'batch_size=inputs.shape[0].')
+    inputs = inputs.astype(np.int32)
+  if np.isscalar(start_id):
+    start = np.full((batch_size, 1), start_id, dtype=np.int32)
+  else:
+    start = np.asarray(start_id, dtype=np.int32).reshape((batch_size, 1))
+  if model.n_in > 1 and inputs is not None:
+    return start, inputs
+  if inputs is not None:
+    return np.concatenate([start, inputs], axis=1), None
+  return start, None
+
+
+def _check_args(model, n_beams, max_length, prompt_length):
+  if not isinstance(n_beams, (int, np.integer)) or n_beams < 1:
+    raise ValueError(f'beam_search: n_beams must be a positive int, got '
+                     f'{n_beams!r}.')
+  if not isinstance(max_length, (int, np.integer)) or max_length < 1:
+    raise ValueError(f'beam_search: max_length must be a positive int, got '
+                     f'{max_length!r}.')
+  bound = _decode_utils.length_limit(model, eval_mode=False)
+  if bound is None:
+    return
+  name, limit, position = bound
+  # The last token chosen is never fed back, so it needs no position.
+  needed = position + prompt_length + max_length - 1
+  if needed > limit:
+    most = limit - position - prompt_length + 1
+    fix = (f'Lower max_length to {most}' if most > 0 else
+           'Shorten the prompt')
+    raise ValueError(
+        f'beam_search: max_length={max_length} needs {needed} positions '
+        f'({position} already in the cache, {prompt_length} prompt tokens '
+        f'and {max_length - 1} fed back) but layer {name} supports at most '
+        f'{limit}. {fix}, or create the model with a larger max_len.')
+
+
+def beam_search(model, inputs=None, batch_size=1, n_beams=2, start_id=0,
+                eos_id=1, max_length=100, length_penalty=1.0,
+                accelerate=True):
+  """The `n_beams` best continuations of each sequence, by beam search.
+
+  Beams are ranked by log p(tokens) / ((5 + length) / 6) ** length_penalty
+  (GNMT's length normalization; length_penalty=0 ranks by log-probability
+  alone). A beam that produces `eos_id` is finished: it keeps its tokens and
+  score, and its later positions are 0. Search stops after `max_length`
+  tokens, or earlier once every beam of every sequence is finished. Trax
+  1.4.1's signature; unlike Trax it also handles eos_id, the length penalty
+  and batch_size > 1. The model's state is left as it was.
+
+  Example:
+    >>> model = models.TransformerLM(16, d_model=8, d_ff=16, n_layers=1,
+    ...                              n_heads=2, max_len=8, mode='predict')
+    >>> _ = model.init(shapes.ShapeDtype((1, 1), jnp.int32))
+    >>> beams = beam_search(model, n_beams=2, eos_id=-1, max_length=4)
+    >>> [(seq.shape, score.shape) for seq, score in beams]
+    [((1, 4), (1,)), ((1, 4), (1,))]
+
+  Args:
+    model: a 'predict'-mode layer, initialized for batches of `batch_size`
+      (its cache rows are copied once per beam); a two-input model (e.g.
+      `Transformer`) gets `(inputs, tokens)`.
+    inputs: int array (batch_size, length): a prompt the beams continue
+      (one-input models), or the source sequence (two-input ones).
+    batch_size: number of sequences searched in parallel.
+    n_beams: beams kept per sequence; at most the vocabulary size.
+    start_id: the id fed first, or an int array of shape (batch_size, 1).
+    eos_id: the id that finishes a beam (-1: none does).
+    max_length: the most tokens generated.
+    length_penalty: the exponent alpha of the length normalization.
+    accelerate: compile the step with XLA (traced twice: prompt, tokens).
+
+  Returns:
+    A list of `n_beams` pairs `(tokens, scores)`, best first: tokens an int32
+    NumPy array (batch_size, n) with n <= max_length, scores float32
+    (batch_size,) holding each beam's length-normalized log-probability.
+
+  Raises:
+    ValueError: on a batch-size mismatch, n_beams above the vocabulary size,
+      or max_length beyond the positions the model has left.
+  """
+  prompt, source = _prompt(model, inputs, batch_size, start_id)
+  _check_args(model, n_beams, max_length, prompt.shape[1])
+  n_rows = batch_size * n_beams
+  flat_state = fastmath.tree_flatten(model.state)
+  batch_major = tuple(_batch_major(leaf, batch_size) for leaf in flat_state)
+  # Beam k of sequence b starts as a copy of sequence b's cache rows.
+  flat_state = [
+      jnp.reshape(jnp.repeat(jnp.reshape(
+          leaf, (batch_size, -1) + tuple(leaf.shape[1:])), n_beams, axis=0),
+                  (-1,) + tuple(leaf.shape[1:])) if major else leaf
+      for leaf, major in zip(flat_state, batch_major)]
+  step = _make_step(model, batch_size, n_beams, eos_id, length_penalty,
+                    accelerate, batch_major)
+  flat_weights = fastmath.tree_flatten(model.weights)
+  source = (jnp.asarray(np.repeat(source, n_beams, axis=0))
+            if source is not None else None)
+  tokens = np.repeat(prompt, n_beams, axis=0)
+  # Only beam 0 is live at first, so the first step does not pick the
+  # same token once per (identical) beam.
+  sums = np.full((batch_size, n_beams), -np.inf, np.float32)
+  sums[:, 0] = 0.0
+  finished = np.zeros((batch_size, n_beams), bool)
+  lengths = np.zeros((batch_size, n_beams), np.int32)
+  seqs = np.zeros((batch_size, n_beams, 0), np.int32)
+  for t in range(1, max_length + 1):
+    x = jnp.asarray(tokens) if source is None else (source,
+                                                    jnp.asarray(tokens))
+    token, parent, sums, finished, lengths, scores, flat_state = step(
+        x, jnp.asarray(t, jnp.int32), jnp.asarray(sums),
+        jnp.asarray(finished), jnp.asarray(lengths), flat_weights,
+        flat_state)
+    token, parent = np.asarray(token), np.asarray(parent)
+    seqs = np.concatenate([np.take_along_axis(seqs, parent[:, :, None], 1),
+                           token[:, :, None]], axis=2)
+    tokens = token.reshape((n_rows, 1))
+    if np.asarray(finished).all():
+      break
+  scores = np.asarray(scores, np.float32)
+  return [(seqs[:, k], scores[:, k]) for k in range(n_beams)]
