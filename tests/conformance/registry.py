@@ -430,3 +430,19 @@ _add('EveryOtherLayerDropTransformerLM',
 _add('ResidualShuffleExchange', lambda: models.ResidualShuffleExchange(
     5, 4, 0.0, 0.0, mode='eval', n_blocks=1),
      _i(2, 8), int_high=5, tolerance=1e-4, follows_dtype=False)
+# -- SRU cells and the RL heads' options (trax/layers/rnn.py, models/rl.py) --
+_add('InnerSRUCell', tl.InnerSRUCell, (_f(2, 3), _f(2, 3), _f(2, 3)))
+_add('ScanSRUCell', lambda: tl.ScanSRUCell('train'),
+     (_f(2, 4, 3), _f(2, 4, 3), _f(2, 3)))
+_add('Value_multiplicative_injection', lambda: models.Value(
+    body=lambda mode: tl.Serial(tl.Dense(8), tl.Relu()), inject_actions=True,
+    inject_actions_dim=4, multiplicative_action_injection=True,
+    head_init_range=0.1, mode='eval'), (_f(2, 4), _f(2, 2)), tolerance=1e-4)
+_add('Value_discrete_multiplicative_injection', lambda: models.Value(
+    inject_actions=True, inject_actions_dim=4, is_discrete=True, vocab_size=3,
+    multiplicative_action_injection=True, mode='eval'), (_f(2, 4), _i(2,)),
+     int_high=3, tolerance=1e-4)
+_add('PolicyAndValue_separate', lambda: models.PolicyAndValue(
+    distributions.Categorical(3),
+    body=lambda mode: tl.Serial(tl.Dense(8), tl.Relu()), joint=False,
+    mode='eval'), _f(2, 4))

@@ -1,4 +1,4 @@
-"""LSTM, GRU and SRU layers against NumPy float64 references."""
+"""LSTM, GRU and SRU layers and cells against NumPy float64 references."""
 
 import doctest
 
@@ -185,6 +185,188 @@ def test_sru_matches_numpy(tanh, mode, rng):
   lc.assert_close(y, ref(x, w, b))
   lc.assert_close([gx] + lc.leaves(gw), lc.numeric_grads(ref, [x, w, b], ct),
                   atol=1e-4)
+
+
+def _sru_scan_ref(xs, fs, c):
+  """ScanSRUCell in float64: c_t = f_t * c_{t-1} + xs_t, xs = x' * (1 - f)."""
+  cs = []
+  for t in range(xs.shape[1]):
+    c = fs[:, t] * c + xs[:, t]
+    cs.append(c)
+  return np.stack(cs, 1), c
+
+
+@pytest.mark.parametrize('mode', lc.MODES)
+def test_inner_sru_cell_matches_numpy(mode, rng):
+  x, f, c = lc.random(rng, 2, 3), _sigmoid(lc.random(rng, 2, 3)), \
+      lc.random(rng, 2, 3)
+  f = f.astype(np.float32)
+  ct = (lc.random(rng, 2, 3), lc.random(rng, 2, 3))
+  layer = lc.init_layer(tl.InnerSRUCell(), x, f, c)
+  assert (layer.name, layer.n_in, layer.n_out) == ('InnerSRUCell', 3, 2)
+  (y, new_c), _, grads, _ = lc.forward_and_grads(
+      layer, (x, f, c), layer.weights, layer.state, ct, mode)
+
+  def ref(x, f, c):
+    new = f * c + x
+    return new, new
+  lc.assert_close([y, new_c], ref(x, f, c))
+  lc.assert_close(list(grads), lc.numeric_grads(ref, [x, f, c], ct),
+                  atol=1e-4)
+
+
+def test_inner_sru_cell_rejects_mismatched_shapes():
+  with pytest.raises(tl.LayerError, match=r'InnerSRUCell: expects inputs of '
+                     r'one shape \(batch, depth\), got x \* \(1 - f\) '
+                     r'\(2, 3\), f \(2, 3\), c \(2, 4\)'):
+    tl.InnerSRUCell()((jnp.ones((2, 3), jnp.float32),
+                       jnp.ones((2, 3), jnp.float32),
+                       jnp.ones((2, 4), jnp.float32)))
+
+
+@pytest.mark.parametrize('mode', lc.MODES)
+def test_scan_sru_cell_matches_numpy_recurrence(mode, rng):
+  # The two scanned inputs as SRU makes them: x' * (1 - f) and f in (0, 1);
+  # a non-zero c_0 checks that the carry is used.
+  f = _sigmoid(lc.random(rng, 2, 5, 3)).astype(np.float32)
+  xs = (lc.random(rng, 2, 5, 3) * (1 - f)).astype(np.float32)
+  c0 = lc.random(rng, 2, 3)
+  ct = (lc.random(rng, 2, 5, 3), lc.random(rng, 2, 3))
+  layer = lc.init_layer(tl.ScanSRUCell(mode='train'), xs, f, c0)
+  assert (layer.n_in, layer.n_out) == (3, 2)
+  (cs, c_last), _, grads, _ = lc.forward_and_grads(
+      layer, (xs, f, c0), layer.weights, layer.state, ct, mode)
+  lc.assert_close([cs, c_last], _sru_scan_ref(xs, f, c0))
+  lc.assert_close(list(grads), lc.numeric_grads(_sru_scan_ref, [xs, f, c0],
+                                                ct), atol=1e-4)
+
+
+def test_scan_sru_cell_prints_as_trax():
+  # trax/layers/rnn.py: a Scan over InnerSRUCell, in every mode.
+  for mode in ('train', 'eval', 'predict'):
+    assert str(tl.ScanSRUCell(mode)) == (
+        'Scan_in3_out2[\n  InnerSRUCell_in3_out2\n]')
+  assert str(tl.InnerSRUCell()) == 'InnerSRUCell_in3_out2'
+
+
+@pytest.mark.parametrize('mode', lc.MODES)
+def test_scan_sru_cell_predict_continues_from_kept_c(mode, rng):
+  f = _sigmoid(lc.random(rng, 2, 5, 3)).astype(np.float32)
+  xs = lc.random(rng, 2, 5, 3)
+  c0 = lc.random(rng, 2, 3)
+  layer = lc.init_layer(tl.ScanSRUCell(mode='predict'), xs[:, :2], f[:, :2],
+                        c0)
+  run = lc.compile_fn(
+      lambda x, s: layer.pure_fn(x, layer.weights, s, None), mode)
+  (cs1, _), state = run((xs[:, :2], f[:, :2], c0), layer.state)
+  # The second call's carry on the stack is ignored: the kept one is used.
+  (cs2, c_last), _ = run((xs[:, 2:], f[:, 2:], np.zeros_like(c0)), state)
+  want_cs, want_last = _sru_scan_ref(xs, f, c0)
+  lc.assert_close([np.concatenate([cs1, cs2], 1), c_last],
+                  [want_cs, want_last])
+
+
+class _FixedMask:
+  """Stands in for Trax Terraformer's portal: get_layer() pushes a mask."""
+
+  def __init__(self, mask):
+    self._mask = mask
+
+  def get_layer(self):
+    mask = self._mask
+    return tl.Fn('PortalMask', lambda: jnp.asarray(mask))
+
+
+def _masked_scan_ref(mask, xs, fs, c):
+  """Trax's masked SRU recurrence: steps where the mask is 0 keep c."""
+  length = xs.shape[1]
+  full = np.ones(xs.shape[:2])
+  if length > 1:
+    start = min(1, length - mask.shape[1])  # Clamped, as dynamic updates are.
+    full[:, start:start + mask.shape[1]] = mask != 0
+  cs = []
+  for t in range(length):
+    m = full[:, t:t + 1]
+    c = (fs[:, t] * c + xs[:, t]) * m + (1 - m) * c
+    cs.append(c)
+  return np.stack(cs, 1), c
+
+
+@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('batch,mask', [
+    (2, [[1, 0, 1], [0, 0, 1]]),         # From step 1 on.
+    (1, [[0, 1, 1, 0]]),                 # Full length: from step 0.
+])
+def test_scan_sru_cell_with_mask_matches_numpy(batch, mask, mode, rng):
+  mask = np.asarray(mask, np.float32)
+  f = _sigmoid(lc.random(rng, batch, 4, 3)).astype(np.float32)
+  xs, c0 = lc.random(rng, batch, 4, 3), lc.random(rng, batch, 3)
+  layer = tl.ScanSRUCell('predict', monkey_patched_mask=_FixedMask(mask))
+  assert str(layer) == (
+      'Serial_in3_out2[\n  PortalMask_in0\n  update_mask_in2_out2\n'
+      '  Scan_in4_out2[\n    MaskedInnerSRUCell_in4_out2\n  ]\n]')
+  lc.init_layer(layer, xs, f, c0)
+  (cs, c_last), _ = lc.compile_fn(
+      lambda x: layer.pure_fn(x, layer.weights, layer.state, None),
+      mode)((xs, f, c0))
+  lc.assert_close([cs, c_last], _masked_scan_ref(mask, xs, f, c0))
+
+
+def test_scan_sru_cell_with_mask_values_recorded_from_trax():
+  # Trax 1.4.1, batch 1, mask [[1, 0, 1]] on 4 steps: steps 0 and 2 keep c.
+  xs = np.array([[[0.5], [1.0], [2.0], [-1.0]]], np.float32)
+  f = np.full((1, 4, 1), 0.5, np.float32)
+  c0 = np.array([[4.0]], np.float32)
+  layer = tl.ScanSRUCell('predict', monkey_patched_mask=_FixedMask(
+      np.array([[1, 0, 1]], np.float32)))
+  lc.init_layer(layer, xs, f, c0)
+  cs, c_last = layer((xs, f, c0))
+  # Steps: 0.5*4+0.5=2.5, 0.5*2.5+1=2.25, kept 2.25, 0.5*2.25-1=0.125.
+  lc.assert_close([cs, c_last], [[[[2.5], [2.25], [2.25], [0.125]]],
+                                 [[0.125]]])
+
+
+def test_scan_sru_cell_mask_needs_predict_mode():
+  with pytest.raises(ValueError, match=r"ScanSRUCell: monkey_patched_mask is "
+                     r"only used in mode='predict', got mode='train'"):
+    tl.ScanSRUCell('train', monkey_patched_mask=_FixedMask(np.ones((1, 1))))
+
+
+def test_sru_is_built_from_scan_sru_cell(monkeypatch):
+  # As in Trax, SRU looks ScanSRUCell up when built, so swapping the
+  # module's ScanSRUCell (as Trax's Terraformer does) changes the SRU.
+  assert str(tl.SRU(3).sublayers[5]) == str(tl.ScanSRUCell('train'))
+  calls = []
+
+  def spy(mode, monkey_patched_mask=None):
+    calls.append(mode)
+    return tl.ScanSRUCell(mode, monkey_patched_mask)
+  monkeypatch.setattr(rnn, 'ScanSRUCell', spy)
+  tl.SRU(3, mode='predict')
+  assert calls == ['predict']
+
+
+@pytest.mark.parametrize('mode', lc.MODES)
+def test_sru_with_fixed_weights_matches_float64_loop(mode):
+  # Hand-picked weights: r, f and y each read one input unit.
+  x = np.array([[[1.0, -2.0], [0.5, 0.0], [-1.0, 3.0]]], np.float32)
+  w = np.zeros((2, 6), np.float32)
+  w[0, 0], w[1, 1] = 1.0, -1.0    # r
+  w[0, 2], w[1, 3] = 0.5, 0.5     # f
+  w[0, 4], w[1, 5] = 2.0, 1.0     # y
+  b = np.array([0.0, 0.5, -1.0, 1.0, 0.0, 0.25], np.float32)
+  layer = lc.init_layer(tl.SRU(2), x)
+  y, _ = lc.compile_fn(lambda x, ws: layer.pure_fn(x, ws, layer.state, None),
+                       mode)(x, _with_leaves(layer.weights, [w, b]))
+  xd = x.astype(np.float64)
+  c = np.zeros(2)
+  want = []
+  for t in range(3):
+    z = xd[0, t] @ w + b
+    r, f, x_prime = _sigmoid(z[:2]), _sigmoid(z[2:4]), z[4:]
+    c = f * c + (1 - f) * x_prime
+    want.append(r * c + (1 - r) * xd[0, t] * np.sqrt(3.0))
+  lc.assert_close(y, np.stack(want)[None])
 
 
 def test_sru_rejects_input_depth_other_than_n_units():

@@ -69,7 +69,7 @@ def test_learning_rate_changes_without_retracing():
 
 
 def test_uninitialized_model_is_a_clear_error():
-  model = tl.Serial(tl.Dense(3), tl.Fn('Loss', jnp.mean))
+  model = tl.Serial(tl.Dense(3), tl.Fn('Loss', lambda x: jnp.mean(x)))
   with pytest.raises(ValueError, match='Trainer: model_with_loss is not '
                      'initialized'):
     trainer_lib.Trainer(model, optimizers.SGD(0.1))

@@ -116,10 +116,12 @@ from tfnp_trax.layers.pooling import MaxPool
 from tfnp_trax.layers.pooling import SumPool
 from tfnp_trax.layers.rnn import GRU
 from tfnp_trax.layers.rnn import GRUCell
+from tfnp_trax.layers.rnn import InnerSRUCell
 from tfnp_trax.layers.rnn import LSTM
 from tfnp_trax.layers.rnn import LSTMCell
 from tfnp_trax.layers.rnn import MakeZeroState
 from tfnp_trax.layers.rnn import SRU
+from tfnp_trax.layers.rnn import ScanSRUCell
 from tfnp_trax.layers.fscores import MacroAveragedFScore
 from tfnp_trax.layers.fscores import WeightedFScore
 from tfnp_trax.layers.losses import BinaryCrossEntropy
@@ -175,6 +177,7 @@ __all__ = [
     'RandomNormalInitializer', 'RandomUniformInitializer',
     'ScaledInitializer', 'AvgPool', 'MaxPool', 'SumPool',
     'GRU', 'GRUCell', 'LSTM', 'LSTMCell', 'MakeZeroState', 'SRU',
+    'InnerSRUCell', 'ScanSRUCell',
     'ConvGRUCell', 'GeneralGRUCell',
     'initializers',
     'MacroAveragedFScore', 'WeightedFScore', 'BinaryCrossEntropy',

@@ -19,6 +19,7 @@ import string
 import sys
 import threading
 
+from tfnp_trax.layers import _stack
 from tfnp_trax.layers import base
 from tfnp_trax.layers import combinators
 
@@ -205,7 +206,59 @@ def AssertFunction(specification, layer, message=None):  # pylint: disable=inval
   checker = _Checker(specification, f' (around layer {layer.name})', message)
   before = _assert_layer(before_spec, specification, checker, None, 'input')
   after = _assert_layer(after_spec, specification, checker, before, 'output')
-  return combinators.Serial(before, layer, after)
+  return _Checked(before, layer, after)
+
+
+class _Checked(combinators.Serial):
+  """`Serial(input check, layer, output check)`, named and printed Serial.
+
+  Trax builds a plain Serial, whose forward splits its rng three ways. The
+  checks use no randomness, so this one hands its rng to `layer` unsplit:
+  wrapping then adds no ops to a traced graph, and the wrapped layer draws
+  the same random numbers (init and dropout) as it would unwrapped. The
+  checks run directly, without the per-call bookkeeping of `pure_fn`: they
+  have no weights, state or rng, and return their inputs.
+  """
+
+  def __init__(self, before, layer, after):
+    super().__init__(before, layer, after, name='Serial')
+
+  @property
+  def rng(self):
+    return base.Layer.rng.fget(self)
+
+  @rng.setter
+  def rng(self, rng):
+    self._rng = rng
+    self._sublayers[1].rng = rng
+
+  def forward(self, xs):
+    before, layer, after = self._sublayers
+    before.forward(_stack.inputs_from_stack(xs, before.n_in, before.name))
+    weights, state = self.weights, self.state
+    inputs = _stack.inputs_from_stack(xs, layer.n_in, layer.name)
+    outputs, new_state = layer.pure_fn(inputs, weights[1], state[1], self.rng,
+                                       use_cache=True)
+    stack = _stack.outputs_onto_stack(outputs, xs, layer.n_in, layer.n_out)
+    after.forward(_stack.inputs_from_stack(stack, after.n_in, after.name))
+    self.state = (state[0], new_state, state[2])
+    return stack
+
+  def init_weights_and_state(self, input_signature):
+    # Checks the signatures directly: abstract evaluation of each check
+    # layer, as Serial does for its sublayers, would cost two traces.
+    before, layer, after = self._sublayers
+    before.forward(
+        _stack.inputs_from_stack(input_signature, before.n_in, before.name))
+    inputs = _stack.inputs_from_stack(input_signature, layer.n_in, layer.name)
+    weights, state = layer.init(inputs, use_cache=True)
+    outputs, _ = layer._forward_abstract(inputs)  # pylint: disable=protected-access
+    stack = _stack.outputs_onto_stack(outputs, input_signature, layer.n_in,
+                                      layer.n_out)
+    after.forward(_stack.inputs_from_stack(stack, after.n_in, after.name))
+    self.state = ((), state, ())
+    self.weights = ((), weights, ())
+    self._signature_cache = (input_signature, stack)
 
 
 def _assert_layer(spec, full_spec, checker, before, kind):

@@ -8,11 +8,12 @@ and mark with True (or 1) the keys that may be attended to.
 Modes: 'train' applies attention dropout; 'eval' and 'predict' do not;
 'viz' behaves like 'eval' and keeps the attention strengths in the state.
 
-Names follow Trax: the compound layers are unnamed Serials. Trax also wraps
-several of them (and SplitIntoHeads, MergeHeads, ShiftRight, PaddingMask) in
-`assert_shape` checks, which add an outer Serial and invisible AssertShape
-layers to what they print; tfnp_trax has no shape-assert layers, so those
-wrappers are absent here.
+Names and structure follow Trax: the compound layers are unnamed Serials, and
+the constructors carry Trax's `assert_shape` checks. A checked constructor
+returns `Serial(AssertShape, layer, AssertShape)`, so `Attention` prints
+with unnamed `_in2_out2` check layers and its weight tree has Trax's nesting;
+on the PureAttention class the check runs inside `forward`. The checks work
+on static shapes while tracing and add no ops.
 """
 
 from tfnp_trax.layers import _attention_core as core_attn
@@ -20,6 +21,7 @@ from tfnp_trax.layers import base
 from tfnp_trax.layers import combinators as cb
 from tfnp_trax.layers import core
 from tfnp_trax.layers import flow
+from tfnp_trax.layers.assert_shape import assert_shape
 
 __all__ = ['Attention', 'AttentionQKV', 'PureAttention',
            'DotProductAttention', 'SplitIntoHeads', 'MergeHeads']
@@ -28,6 +30,7 @@ __all__ = ['Attention', 'AttentionQKV', 'PureAttention',
 # pylint: disable=invalid-name
 
 
+@assert_shape('bld,b11l->bld,b11l')
 def Attention(d_feature, n_heads=1, dropout=0.0, mode='train'):
   """Multi-head self-attention: `(x, mask) -> (y, mask)`.
 
@@ -52,12 +55,13 @@ def Attention(d_feature, n_heads=1, dropout=0.0, mode='train'):
   Returns:
     A layer with n_in=2, n_out=2.
   """
-  # Unnamed, as in Trax (which also wraps it in shape asserts; see below).
+  # Unnamed, as in Trax.
   return cb.Serial(
       cb.Select([0, 0, 0]),
       AttentionQKV(d_feature, n_heads=n_heads, dropout=dropout, mode=mode))
 
 
+@assert_shape('bSq,blk,blv,b1xl->bSd,b1xl')
 def AttentionQKV(d_feature, n_heads=1, dropout=0.0, mode='train',
                  cache_KV_in_predict=False, q_sparsity=None,
                  result_sparsity=None):
@@ -101,6 +105,7 @@ def AttentionQKV(d_feature, n_heads=1, dropout=0.0, mode='train',
       projection(result_sparsity, 'result_sparsity'))
 
 
+@assert_shape('blq,bkq,bkd,b1xk->bld,b1xk')
 class PureAttention(base.Layer):
   """`(q, k, v, mask) -> (y, mask)`: split into heads, attend, merge heads.
 
@@ -185,6 +190,7 @@ def _merge_heads_fn(n_heads, merged_batch_and_head, layer_name):
   return f
 
 
+@assert_shape('bld->...lh')
 def SplitIntoHeads(n_heads, merged_batch_and_head=True):
   """(batch, length, d) -> (batch * n_heads, length, d / n_heads).
 
@@ -195,6 +201,7 @@ def SplitIntoHeads(n_heads, merged_batch_and_head=True):
       n_heads, merged_batch_and_head, 'SplitIntoHeads'))
 
 
+@assert_shape('...lh->bld')
 def MergeHeads(n_heads, merged_batch_and_head=True):
   """Inverse of `SplitIntoHeads`: back to (batch, length, d)."""
   return base.Fn('MergeHeads', _merge_heads_fn(

@@ -6,10 +6,12 @@ shapes broadcast against attention logits (batch, heads, queries, keys).
 
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import base
+from tfnp_trax.layers.assert_shape import assert_shape
 
 __all__ = ['PaddingMask', 'EncoderDecoderMask']
 
 
+@assert_shape('bs->b11l')
 def PaddingMask(pad=0):  # pylint: disable=invalid-name
   """Token ids (batch, length) -> mask (batch, 1, 1, length), False at `pad`.
 

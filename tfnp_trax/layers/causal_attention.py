@@ -14,6 +14,7 @@ from tfnp_trax.layers import attention
 from tfnp_trax.layers import base
 from tfnp_trax.layers import combinators as cb
 from tfnp_trax.layers import core
+from tfnp_trax.layers.assert_shape import assert_shape
 
 __all__ = ['ConfigurableAttention', 'CausalAttention',
            'DotProductCausalAttention']
@@ -22,6 +23,7 @@ __all__ = ['ConfigurableAttention', 'CausalAttention',
 # pylint: disable=invalid-name
 
 
+@assert_shape('bld->bld')
 def ConfigurableAttention(q_layer, k_layer, v_layer, final_layer,
                           qkv_attention_layer, n_heads=1):
   """Self-attention assembled from given projection and attention layers.
@@ -41,6 +43,7 @@ def ConfigurableAttention(q_layer, k_layer, v_layer, final_layer,
       final_layer)  # Unnamed, as in Trax.
 
 
+@assert_shape('bld->bld')
 def CausalAttention(d_feature, n_heads=1, dropout=0.0,
                     max_inference_length=2048, use_dconv=False,
                     mode='train'):
@@ -78,6 +81,7 @@ def CausalAttention(d_feature, n_heads=1, dropout=0.0,
           mode=mode))
 
 
+@assert_shape('bld,bld,bld->bld')
 class DotProductCausalAttention(base.Layer):
   """`(q, k, v) -> y` with causal masking, on arrays split into heads.
 

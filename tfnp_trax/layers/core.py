@@ -1,10 +1,17 @@
-"""Core layers: Dense, Embedding, Dropout and weightless reshaping layers."""
+"""Core layers: Dense, Embedding, Dropout and weightless reshaping layers.
+
+Shape checks (`assert_shape`) sit where Trax puts them: on the Dense,
+Embedding and Dropout classes they run inside `forward` and change nothing
+else; `Negate()` and `StopGradient()` come wrapped, printing as Trax's do
+(`Serial[Negate]`).
+"""
 
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import _dtypes
 from tfnp_trax.layers import base
 from tfnp_trax.layers import initializers as init
+from tfnp_trax.layers.assert_shape import assert_shape
 
 __all__ = ['Dense', 'Embedding', 'Dropout', 'Flatten', 'LogSoftmax',
            'Softmax', 'LogSumExp', 'Mean', 'Sum', 'Min', 'Max', 'ArgMax',
@@ -73,6 +80,7 @@ def _as_array(x):
   return x if hasattr(x, 'dtype') else jnp.asarray(x)
 
 
+@assert_shape('...a->...b')
 class Dense(base.Layer):
   """Affine map on the last axis: `y = x @ W + b` (or `x @ W` without bias).
 
@@ -133,6 +141,7 @@ class Dense(base.Layer):
       self.weights = w
 
 
+@assert_shape('...->...d')
 class Embedding(base.Layer):
   """Maps integer ids in [0, vocab_size) to learned vectors of d_feature.
 
@@ -179,6 +188,7 @@ class Embedding(base.Layer):
         (self._vocab_size, self._d_feature), self.rng).astype(dtype)
 
 
+@assert_shape('...->...')
 class Dropout(base.Layer):
   """Zeroes a `rate` fraction of entries in train mode and rescales the rest.
 
@@ -342,11 +352,13 @@ def ArgMax(axis=-1):  # pylint: disable=invalid-name
                  lambda x: jnp.argmax(x, axis=axis).astype(jnp.int32))
 
 
+@assert_shape('...->...')
 def Negate():  # pylint: disable=invalid-name
   """Element-wise negation."""
   return base.Fn('Negate', lambda x: -x)
 
 
+@assert_shape('...->...')
 def StopGradient():  # pylint: disable=invalid-name
   """Identity whose gradient is zero."""
   return base.Fn('StopGradient', fastmath.stop_gradient)

@@ -1,4 +1,8 @@
-"""Position information for sequence models: PositionalEncoding, ShiftRight."""
+"""Position information for sequence models: PositionalEncoding, ShiftRight.
+
+Both carry Trax's '...d->...d' shape check: `ShiftRight()` comes wrapped as
+`Serial[ShiftRight(1)]`; on PositionalEncoding it runs inside `forward`.
+"""
 
 import math
 
@@ -7,6 +11,7 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import _attention_core as core_attn
 from tfnp_trax.layers import base
 from tfnp_trax.layers import initializers as init
+from tfnp_trax.layers.assert_shape import assert_shape
 
 __all__ = ['PositionalEncoding', 'ShiftRight', 'sinusoidal_table']
 
@@ -25,6 +30,7 @@ def sinusoidal_table(max_len, d_feature):
   return table.reshape((max_len, -1))[:, :d_feature].astype(jnp.float32)
 
 
+@assert_shape('...d->...d')
 class PositionalEncoding(base.Layer):
   """Adds a learned position embedding, initialized to sinusoids.
 
@@ -159,6 +165,7 @@ class PositionalEncoding(base.Layer):
       self.state = jnp.zeros((), dtype=jnp.int32)
 
 
+@assert_shape('...d->...d')
 def ShiftRight(n_positions=1, mode='train'):  # pylint: disable=invalid-name
   """Shifts sequences right along axis 1, filling the front with zeros.
 

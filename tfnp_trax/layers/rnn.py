@@ -1,11 +1,14 @@
-"""Recurrent layers: LSTM and GRU cells, the layers scanning them, and SRU.
+"""Recurrent layers: LSTM, GRU and SRU cells and the layers scanning them.
 
 A cell maps `(x, state) -> (y, new_state)` for one time step; `LSTM` and
 `GRU` scan their cell over axis 1 of a (batch, length, depth) input,
-starting from a zero state.
+starting from a zero state. `SRU` computes its gates for all steps at once
+and scans only the cheap elementwise recurrence, `ScanSRUCell`.
 """
 
 import math
+
+import numpy as onp
 
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
@@ -16,7 +19,8 @@ from tfnp_trax.layers import core
 from tfnp_trax.layers import flow
 from tfnp_trax.layers import initializers
 
-__all__ = ['LSTMCell', 'LSTM', 'GRUCell', 'GRU', 'SRU', 'MakeZeroState']
+__all__ = ['LSTMCell', 'LSTM', 'GRUCell', 'GRU', 'InnerSRUCell',
+           'ScanSRUCell', 'SRU', 'MakeZeroState']
 
 
 def _gate_dtype(x):
@@ -240,6 +244,115 @@ def GRU(n_units, mode='train'):  # pylint: disable=invalid-name
       name=name, sublayers_to_print=[])
 
 
+def _check_same_depth(layer_name, names, arrays):
+  """Raises a clear error unless the arrays' shapes broadcast together."""
+  shapes_ = [tuple(a.shape) for a in arrays]
+  try:
+    # Unknown (traced) dims are left to the arithmetic: count them as 1.
+    onp.broadcast_shapes(*[tuple(1 if d is None else d for d in sh)
+                           for sh in shapes_])
+  except ValueError:
+    listed = ', '.join(f'{n} {sh}' for n, sh in zip(names, shapes_))
+    raise ValueError(
+        f'{layer_name}: expects inputs of one shape (batch, depth), got '
+        f'{listed}.') from None
+
+
+def InnerSRUCell():  # pylint: disable=invalid-name
+  """One step of the SRU recurrence: `(x * (1 - f), f, c) -> (c', c')`.
+
+  With c' = f * c + x * (1 - f); the product x * (1 - f) is computed for
+  all steps before the scan, so each step is one multiply-add. The new c is
+  both the step's output and the carry.
+
+  Example:
+    >>> cell = InnerSRUCell()
+    >>> y, c = cell((jnp.full((1, 2), 0.5, dtype=jnp.float32),
+    ...              jnp.full((1, 2), 0.5, dtype=jnp.float32),
+    ...              jnp.ones((1, 2), dtype=jnp.float32)))
+    >>> [float(v) for v in y[0]]
+    [1.0, 1.0]
+
+  Returns:
+    A layer with n_in=3, n_out=2, named 'InnerSRUCell' as in Trax.
+  """
+  def step(x_times_one_minus_f, f, c):
+    _check_same_depth('InnerSRUCell', ('x * (1 - f)', 'f', 'c'),
+                      (x_times_one_minus_f, f, c))
+    new_c = f * c + x_times_one_minus_f
+    return new_c, new_c
+  return base.Fn('InnerSRUCell', step, n_out=2)
+
+
+def ScanSRUCell(mode, monkey_patched_mask=None):  # pylint: disable=invalid-name
+  """`InnerSRUCell` scanned over axis 1: the SRU's recurrence on sequences.
+
+  Maps `(x * (1 - f), f, c_0)`, the first two (batch, length, depth) and
+  c_0 (batch, depth), to `(c, c_T)`: every step's c and the last one. In
+  'predict' mode the final c is kept and the next call continues from it
+  (see `Scan`).
+
+  `monkey_patched_mask` serves Trax's Terraformer, which decodes with
+  padding in predict mode: an object whose `get_layer()` gives a layer
+  with no inputs that outputs a (batch, m) mask. Steps where the mask is 0
+  leave c unchanged. A sequence of length L > 1 uses a mask of ones with
+  the given mask written in from position 1 on (from 0 if m = L); a single
+  step ignores the mask, as in Trax.
+
+  Example:
+    >>> from tfnp_trax import shapes
+    >>> layer = ScanSRUCell(mode='train')
+    >>> xs = jnp.ones((2, 4, 3), dtype=jnp.float32)
+    >>> c0 = jnp.zeros((2, 3), dtype=jnp.float32)
+    >>> _ = layer.init(shapes.signature((xs, xs, c0)))
+    >>> cs, c_last = layer((xs * 0.5, xs * 0.5, c0))
+    >>> tuple(cs.shape), tuple(c_last.shape)
+    ((2, 4, 3), (2, 3))
+
+  Args:
+    mode: 'train', 'eval' or 'predict'.
+    monkey_patched_mask: None, or (predict mode only) the mask source
+      described above.
+
+  Returns:
+    A layer with n_in=3, n_out=2.
+  """
+  if monkey_patched_mask is None:
+    return flow.Scan(InnerSRUCell(), axis=1, mode=mode)
+  if mode != 'predict':
+    raise ValueError(
+        f"ScanSRUCell: monkey_patched_mask is only used in mode='predict', "
+        f'got mode={mode!r}.')
+
+  def update_mask(mask, x_times_one_minus_f):
+    # Every step counts by default; the given mask overwrites from step 1
+    # (the update start is clamped, so a full-length mask lands at 0).
+    length = x_times_one_minus_f.shape[1]
+    ones = jnp.ones(x_times_one_minus_f.shape[:2], dtype=jnp.float32)
+    if length > 1:
+      mask = fastmath.dynamic_update_slice_in_dim(
+          ones != 0, jnp.asarray(mask) != 0, 1, axis=1)
+    else:
+      mask = ones
+    return mask, x_times_one_minus_f
+
+  def masked_step(mask, x_times_one_minus_f, f, c):
+    # One mask value per example, spread over the depth axis. (Trax
+    # multiplies the (batch,) mask into (batch, depth) directly, which
+    # agrees with this for batch 1 and fails for most other batch sizes.)
+    mask = jnp.asarray(mask).astype(c.dtype)
+    for _ in range(c.ndim - mask.ndim):
+      mask = jnp.expand_dims(mask, -1)
+    new_c = (f * c + x_times_one_minus_f) * mask + (1 - mask) * c
+    return new_c, new_c
+
+  return cb.Serial(
+      monkey_patched_mask.get_layer(),                  # mask, x(1-f), f, c
+      base.Fn('update_mask', update_mask, n_out=2),
+      flow.Scan(base.Fn('MaskedInnerSRUCell', masked_step, n_out=2),
+                axis=1, mode=mode))
+
+
 def SRU(n_units, activation=None, mode='train'):  # pylint: disable=invalid-name
   r"""Simple Recurrent Unit (https://arxiv.org/abs/1709.02755) over axis 1.
 
@@ -248,6 +361,9 @@ def SRU(n_units, activation=None, mode='train'):  # pylint: disable=invalid-name
   h_t = sigmoid(r_t) * act(c_t) + (1 - sigmoid(r_t)) * x_t * sqrt(3).
   The highway term needs the input depth to equal `n_units`. The sqrt(3)
   follows Trax: it keeps the variance of the skip term near that of act(c).
+
+  The gates come from one Dense(3 * n_units) over the whole sequence; only
+  the elementwise recurrence for c runs step by step, in `ScanSRUCell`.
 
   Example:
     >>> from tfnp_trax import shapes
@@ -265,10 +381,6 @@ def SRU(n_units, activation=None, mode='train'):  # pylint: disable=invalid-name
     The SRU layer, (batch, length, n_units) -> (batch, length, n_units).
   """
   name = f'SRU_{n_units}'
-
-  def step(x_times_one_minus_f, f, c):
-    new_c = f * c + x_times_one_minus_f
-    return new_c, new_c
 
   def final_gate(c, r, x):
     # The highway term needs x's depth to be n_units; say so before the
@@ -293,7 +405,9 @@ def SRU(n_units, activation=None, mode='train'):  # pylint: disable=invalid-name
       base.Fn('', lambda r, f, y: (y * (1 - f), f, r),
               n_out=3),                                       # y(1-f), f, r, x
       cb.Parallel([], [], cb.Branch(_sru_zero_state(name), [])),
-      flow.Scan(base.Fn('InnerSRUCell', step, n_out=2), axis=1, mode=mode),
+      # Looked up at call time, as Trax does, so a ScanSRUCell swapped into
+      # this module (Trax's Terraformer does so in predict mode) is used.
+      ScanSRUCell(mode=mode),                                 # c, c_T, r, x
       cb.Select([0], n_in=2),                                 # c, r, x
       activation if activation is not None else [],
       base.Fn('FinalSRUGate', final_gate),

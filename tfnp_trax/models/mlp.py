@@ -39,4 +39,4 @@ def MLP(layer_widths=(128, 64), activation_fn=tl.Relu, out_activation=False,  # 
     layers.append(tl.Dense(width))
     if out_activation or i < len(widths) - 1:
       layers.append(activation_fn())
-  return tl.Serial(*layers, name='MLP')
+  return tl.Serial(*layers)  # Unnamed, as in Trax.

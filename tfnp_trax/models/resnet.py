@@ -99,8 +99,7 @@ def Resnet50(d_hidden=64, n_output_classes=1001, mode='train',  # pylint: disabl
       conv_block(8), identity_blocks(8, 2),
       tl.AvgPool(pool_size=(7, 7)),
       tl.Flatten(),
-      tl.Dense(n_output_classes),
-      name='Resnet50')
+      tl.Dense(n_output_classes))
 
 
 def _norm_layer(norm, bn_momentum, mode):
@@ -183,5 +182,4 @@ def WideResnet(n_blocks=3, widen_factor=1, n_output_classes=10,  # pylint: disab
       non_linearity(),
       tl.AvgPool(pool_size=(8, 8)),
       tl.Flatten(),
-      tl.Dense(n_output_classes),
-      name='WideResnet')
+      tl.Dense(n_output_classes))

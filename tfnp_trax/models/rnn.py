@@ -22,8 +22,7 @@ def _MultiRNNCell(rnn_cell, n_units, n_layers):  # pylint: disable=invalid-name
       # Each cell maps (x, s_i) -> (y, s_i'); s_i' is set aside.
       tl.SerialWithSideOutputs(
           [rnn_cell(n_units=n_units) for _ in range(n_layers)]),
-      tl.Parallel(None, tl.Concatenate(n_items=n_layers)),
-      name=f'MultiRNNCell_{n_layers}')
+      tl.Parallel(None, tl.Concatenate(n_items=n_layers)))
 
 
 def RNNLM(vocab_size, d_model=512, n_layers=2, rnn_cell=tl.LSTMCell,  # pylint: disable=invalid-name
@@ -62,12 +61,11 @@ def RNNLM(vocab_size, d_model=512, n_layers=2, rnn_cell=tl.LSTMCell,  # pylint: 
       tl.ShiftRight(mode=mode),
       tl.Embedding(vocab_size, d_model),
       tl.Dropout(rate=dropout, mode=mode),
-      tl.Branch(None, zero_state),
+      tl.Branch([], zero_state),  # [] prints as Trax's does.
       tl.Scan(_MultiRNNCell(rnn_cell, d_model, n_layers), axis=1, mode=mode),
       tl.Select([0], n_in=2),  # Drops the final state.
       tl.Dense(vocab_size),
-      tl.LogSoftmax(),
-      name='RNNLM')
+      tl.LogSoftmax())
 
 
 def GRULM(vocab_size=256, d_model=512, n_layers=1, mode='train'):  # pylint: disable=invalid-name
@@ -96,8 +94,7 @@ def GRULM(vocab_size=256, d_model=512, n_layers=1, mode='train'):  # pylint: dis
       tl.Embedding(vocab_size, d_model),
       [tl.GRU(d_model, mode=mode) for _ in range(n_layers)],
       tl.Dense(vocab_size),
-      tl.LogSoftmax(),
-      name='GRULM')
+      tl.LogSoftmax())
 
 
 def _PrepareAttentionInputs():  # pylint: disable=invalid-name

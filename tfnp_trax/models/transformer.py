@@ -53,8 +53,7 @@ def TransformerEncoder(vocab_size, n_classes=10, d_model=512, d_ff=2048,
       tl.Select([0], n_in=2),  # Drops the masks.
       tl.LayerNorm(),
       tl.Mean(axis=1),
-      tl.Dense(n_classes),
-      name='TransformerEncoder')
+      tl.Dense(n_classes))
 
 
 def TransformerDecoder(vocab_size=None, d_model=512, d_ff=2048, n_layers=6,
@@ -91,8 +90,7 @@ def TransformerDecoder(vocab_size=None, d_model=512, d_ff=2048, n_layers=6,
       [blocks.decoder_block(d_model, d_ff, n_heads, dropout,
                             dropout_shared_axes, mode, ff_activation, max_len)
        for _ in range(n_layers)],
-      tl.LayerNorm(),
-      name='TransformerDecoder')
+      tl.LayerNorm())
 
 
 def TransformerLM(vocab_size, d_model=512, d_ff=2048, n_layers=6, n_heads=8,
@@ -134,8 +132,7 @@ def TransformerLM(vocab_size, d_model=512, d_ff=2048, n_layers=6, n_heads=8,
                             dropout_shared_axes, mode, ff_activation, max_len)
        for _ in range(n_layers)],
       tl.LayerNorm(),
-      tl.Dense(vocab_size),
-      name='TransformerLM')
+      tl.Dense(vocab_size))
 
 
 def Transformer(input_vocab_size, output_vocab_size=None, d_model=512,
@@ -185,8 +182,7 @@ def Transformer(input_vocab_size, output_vocab_size=None, d_model=512,
       [blocks.encoder_block(d_model, d_ff, n_heads, dropout,
                             dropout_shared_axes, encoder_mode, ff_activation)
        for _ in range(n_encoder_layers)],
-      tl.LayerNorm(),
-      name='Encoder')
+      tl.LayerNorm())
   if mode == 'predict':
     encoder = tl.Cache(encoder)
 
@@ -206,5 +202,4 @@ def Transformer(input_vocab_size, output_vocab_size=None, d_model=512,
        for _ in range(n_decoder_layers)],
       tl.LayerNorm(),
       tl.Select([0], n_in=3),  # vec_d tok_d
-      tl.Dense(output_vocab_size),
-      name='Transformer')
+      tl.Dense(output_vocab_size))
