@@ -54,7 +54,9 @@ def test_trax_program_runs_unchanged():
   # --- The Trax program, as written for Trax. ---
   model = tl.Serial(tl.Dense(16), tl.Relu(), tl.Dense(4), tl.LogSoftmax())
   model.init(shapes.signature(x))
-  model.weights = ((w1, b1), (), (w2, b2), ())
+  # Relu() is Serial(shape check, Relu, shape check) in Trax 1.4.1, so its
+  # weights are ((), (), ()); Trax rejects a bare () there.
+  model.weights = ((w1, b1), ((), (), ()), (w2, b2), ())
   log_probs = model(x)
 
   def loss_fn(weights, x, targets):
@@ -68,7 +70,7 @@ def test_trax_program_runs_unchanged():
       x, targets, (w1, b1, w2, b2))
   np.testing.assert_allclose(log_probs, want_lp, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(loss, want_loss, rtol=1e-5)
-  assert grads[1] == () and grads[3] == ()
+  assert grads[1] == ((), (), ()) and grads[3] == ()
   for got, want in zip((grads[0][0], grads[0][1], grads[2][0], grads[2][1]),
                        (dw1, db1, dw2, db2)):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
@@ -79,7 +81,8 @@ def test_trax_program_compiled(mode):
   x, targets, params = _problem()
   model = tl.Serial(tl.Dense(16), tl.Relu(), tl.Dense(4), tl.LogSoftmax())
   model.init(shapes.signature(x))
-  model.weights = ((params[0], params[1]), (), (params[2], params[3]), ())
+  model.weights = ((params[0], params[1]), ((), (), ()),
+                   (params[2], params[3]), ())
 
   def loss_fn(weights, state, rng):
     y, _ = model.pure_fn(x, weights, state, rng)

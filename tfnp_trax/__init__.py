@@ -1,8 +1,17 @@
 """tfnp_trax: Trax's combinator deep-learning API on TensorFlow NumPy."""
 
+# The same top-level names as `import trax`.
+from tfnp_trax import data
 from tfnp_trax import fastmath
+from tfnp_trax import layers
+from tfnp_trax import models
+from tfnp_trax import optimizers
 from tfnp_trax import shapes
+from tfnp_trax import supervised
+from tfnp_trax.export.keras import AsKeras
+from tfnp_trax.supervised import lr_schedules as lr
 
 __version__ = '0.1.0'
 
-__all__ = ['fastmath', 'shapes', '__version__']
+__all__ = ['data', 'fastmath', 'layers', 'models', 'optimizers', 'shapes',
+           'supervised', 'lr', 'AsKeras', '__version__']

@@ -76,7 +76,7 @@ def test_decode_step_logits_match_the_eval_model(saved_lm):
 def test_init_cache_rejects_other_batch_sizes(saved_lm):
   loaded = tf.saved_model.load(saved_lm[0])
   with pytest.raises(tf.errors.InvalidArgumentError,
-                     match=r'TransformerLM \(init_cache\): this SavedModel '
+                     match=r'Serial \(init_cache\): this SavedModel '
                      r'decodes batches of exactly 2 sequences'):
     loaded.signatures['init_cache'](batch_size=tf.constant(3))
 
@@ -86,7 +86,7 @@ def test_decode_step_rejects_a_wrong_cache(saved_lm):
   cache = loaded.signatures['init_cache'](batch_size=tf.constant(2))
   cache['cache_2'] = cache['cache_2'][:1]
   with pytest.raises(tf.errors.InvalidArgumentError,
-                     match=r'TransformerLM \(decode_step\): input `cache_2` '
+                     match=r'Serial \(decode_step\): input `cache_2` '
                      r'must have shape \(4, 8, 4\)'):
     loaded.signatures['decode_step'](tokens=tf.zeros((2, 1), tf.int32),
                                      **cache)
@@ -98,7 +98,7 @@ def test_predict_model_of_another_size_is_rejected(tmp_path):
   other = dict(_LM, d_model=4)
   predict = models.TransformerLM(mode='predict', **other)
   with pytest.raises(ValueError, match=r'decode_signatures: the predict '
-                     r'model TransformerLM has weights shaped'):
+                     r'model Serial has weights shaped'):
     export.save_model(lm, str(tmp_path / 'lm'),
                       shapes.ShapeDtype((1, 8), np.int32),
                       signatures=export.decode_signatures(predict))
@@ -108,6 +108,6 @@ def test_two_input_models_are_rejected():
   predict = models.Transformer(8, d_model=4, d_ff=8, n_encoder_layers=1,
                                n_decoder_layers=1, n_heads=2, max_len=8,
                                mode='predict')
-  with pytest.raises(ValueError, match=r'decode_signatures: Transformer '
+  with pytest.raises(ValueError, match=r'decode_signatures: Serial '
                      r'takes 2 inputs; decode_step serves one-input'):
     export.decode_signatures(predict)

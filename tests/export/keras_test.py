@@ -153,7 +153,7 @@ def test_saving_a_bare_layer_explains_the_fix():
   layer = export.AsKeras(mlp)
   layer(np.ones((2, 4), np.float32))
   with pytest.raises(NotImplementedError,
-                     match=r'AsKeras\(MLP\): saving the config needs.*'
+                     match=r'AsKeras\(Serial\): saving the config needs.*'
                      r'AsKeras\(LayerFactory\(constructor, \*\*kwargs\)\)'):
     layer.get_config()
 

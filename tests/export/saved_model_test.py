@@ -126,7 +126,7 @@ def test_explicit_weights_are_saved(tmp_path):
 
 
 def test_uninitialized_layer_is_rejected(tmp_path):
-  with pytest.raises(ValueError, match=r'save_model: layer MLP is not '
+  with pytest.raises(ValueError, match=r'save_model: layer Serial is not '
                      r'initialized.*Call layer.init\(input_signature\)'):
     export.save_model(models.MLP((4,)), str(tmp_path / 'sm'),
                       shapes.ShapeDtype((2, 4)))
@@ -142,7 +142,7 @@ def test_weights_of_another_shape_are_rejected(tmp_path):
 
 
 def test_signature_must_match_number_of_inputs(tmp_path):
-  with pytest.raises(ValueError, match=r'layer MLP takes 1 input\(s\) but '
+  with pytest.raises(ValueError, match=r'layer Serial takes 1 input\(s\) but '
                      r'the input_signature describes 2'):
     export.save_model(_mlp(), str(tmp_path / 'sm'),
                       (shapes.ShapeDtype((2, 4)), shapes.ShapeDtype((2, 4))))
@@ -153,7 +153,7 @@ def test_wrong_input_shape_gives_clear_error(tmp_path):
   fn = tf.saved_model.load(str(tmp_path / 'sm')).signatures[
       'serving_default']
   with pytest.raises(tf.errors.InvalidArgumentError,
-                     match=r'MLP \(serving_default\): input `inputs` must '
+                     match=r'Serial \(serving_default\): input `inputs` must '
                      r'have shape \(2, 4\) .*float32; got'):
     fn(inputs=tf.ones((3, 4)))
   # A wrong rank is caught by the shape the signature fixes.

@@ -60,11 +60,11 @@ def test_quantized_conversion_is_smaller_and_close():
 
 
 def test_uninitialized_and_unknown_sizes_are_rejected():
-  with pytest.raises(ValueError, match=r'to_tflite: layer MLP is not '
+  with pytest.raises(ValueError, match=r'to_tflite: layer Serial is not '
                      r'initialized'):
     export.to_tflite(models.MLP((3,)), shapes.ShapeDtype((2, 4)))
   model = models.MLP((3,))
   model.init(shapes.ShapeDtype((2, 4)))
-  with pytest.raises(ValueError, match=r'to_tflite: MLP needs fully known '
+  with pytest.raises(ValueError, match=r'to_tflite: Serial needs fully known '
                      r'input sizes'):
     export.to_tflite(model, shapes.ShapeDtype((None, 4)))

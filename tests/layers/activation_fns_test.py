@@ -55,7 +55,10 @@ def _inputs(name):
 def test_activation_matches_numpy_eagerly(name):
   make, ref = _CASES[name]
   layer = make()
-  assert layer.name == name
+  # As in Trax, the constructor wraps the layer in shape checks.
+  assert str(layer) == f'Serial[\n  {name}\n]'
+  assert layer.sublayers[1].name == name
+  assert layer.weights == ((), (), ())
   _check.check_layer(layer, _inputs(name), lambda x, w: ref(x),
                      modes=('eager',))
 

@@ -103,9 +103,14 @@ def test_names_and_printing_follow_trax():
   # Unnamed, as in Trax: a one-tensor check prints as '' and is left out.
   assert str(tl.AssertShape('ab')) == ''
   assert str(tl.AssertShape('ab,c')) == '_in2_out2'
-  assert str(tl.Serial(tl.AssertShape('a'), tl.Relu())) == 'Serial[\n  Relu\n]'
-  assert str(tl.Serial(tl.AssertShape('a', visible_layer=True), tl.Relu())) == (
-      'Serial[\n  AssertShape\n  Relu\n]')
+  # Dense, not Relu: Relu() itself comes wrapped in checks (Serial[Relu]).
+  assert str(tl.Serial(tl.AssertShape('a'), tl.Dense(2))) == (
+      'Serial[\n  Dense_2\n]')
+  assert str(tl.Serial(tl.AssertShape('a', visible_layer=True),
+                       tl.Dense(2))) == 'Serial[\n  AssertShape\n  Dense_2\n]'
+  # As in Trax, checked constructors print with their wrapper.
+  assert str(tl.Relu()) == 'Serial[\n  Relu\n]'
+  assert str(tl.AttentionQKV(4)).startswith('Serial_in4_out2[\n  _in4_out4\n')
 
 
 @tl.assert_shape('bl->bld')
@@ -185,6 +190,88 @@ def test_decorated_layer_class_checks_forward():
                      r"Twice\): the dimensions under '...' are \(2,\) in "
                      r'input 0 but \(4,\) in output 0'):
     Twice()(_ones(2, 3))
+
+
+def _outline(tree):
+  return fastmath.nested_map(lambda w: tuple(w.shape), tree)
+
+
+def test_checked_constructors_have_trax_weight_and_state_trees():
+  # Outlines recorded from Trax 1.4.1: each checked constructor adds a
+  # (check, layer, check) level.
+  relu = tl.Relu()
+  relu.init(shapes.ShapeDtype((2, 3)))
+  assert relu.weights == ((), (), ()) and relu.state == ((), (), ())
+  attn = tl.Attention(8, n_heads=2)
+  attn.init((shapes.ShapeDtype((2, 4, 8)),
+             shapes.ShapeDtype((2, 1, 1, 4), jnp.bool_)))
+  dense = ((8, 8), (8,))
+  assert _outline(attn.weights) == (
+      (), ((), ((), ((dense, dense, dense), (), dense), ())), ())
+  assert _outline(attn.state) == (
+      (), ((), ((), (((), (), ()), (), ()), ())), ())
+  causal = tl.CausalAttention(8, n_heads=2, max_inference_length=16,
+                              mode='predict')
+  causal.init(shapes.ShapeDtype((2, 1, 8)))
+  heads = ((), ((), (), ()))
+  assert _outline(causal.state) == ((), ((), (
+      ((), (heads, heads, heads)),
+      ((4, 16, 4), (4, 16, 4), ()), ((), (), ()), ()), ()), ())
+
+
+def test_checks_add_no_ops_to_a_traced_graph():
+  # Trax's plain Serial would split the rng three ways here.
+  x = _ones(2, 3, 4)
+
+  def n_ops(layer):
+    model = tl.Serial(tl.Dense(4), layer, tl.Dense(2))
+    model.init(shapes.signature(x))
+    f = tf.function(lambda x, w, s, r: model.pure_fn(x, w, s, r)[0],
+                    autograph=False)
+    graph = f.get_concrete_function(x, model.weights, model.state,
+                                    model.rng).graph
+    return len(graph.get_operations())
+
+  relu = tl.Relu()
+  assert n_ops(relu) == n_ops(relu.sublayers[1])
+  split = tl.SplitIntoHeads(2, merged_batch_and_head=False)
+  merge = tl.MergeHeads(2, merged_batch_and_head=False)
+  assert n_ops(tl.Serial(split, merge)) == n_ops(
+      tl.Serial(split.sublayers[1], merge.sublayers[1]))
+
+
+def test_wrapped_layer_draws_the_unwrapped_random_numbers():
+  dropout = tl.Dropout(rate=0.5)
+  checked = tl.AssertFunction('...->...', dropout)
+  checked.init(shapes.ShapeDtype((4, 8)))
+  x = _ones(4, 8)
+  for mode in _check.MODES:
+    bare = _check.run_layer(dropout, x, mode, seed=3)
+    wrapped = _check.run_layer(checked, x, mode, seed=3)
+    np.testing.assert_array_equal(wrapped, bare)
+
+
+def test_shared_checked_layer_and_nested_failures():
+  relu = tl.Relu()
+  model = tl.Serial(tl.Dense(3), relu, tl.Dense(3), relu)
+  model.init(shapes.ShapeDtype((2, 3)))
+  x = jnp.asarray(np.linspace(-1, 1, 6).reshape(2, 3), jnp.float32)
+  for mode in _check.MODES:
+    y = _check.run_layer(model, x, mode)
+    (w1, b1), _, (w2, b2), _ = _check.to_numpy64(model.weights)
+    want = np.maximum(np.maximum(np.asarray(x) @ w1 + b1, 0) @ w2 + b2, 0)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+  # A failing check deep inside a model is reported as at the top level.
+  sig = shapes.ShapeDtype((2, 5, 3))
+  wide = _FeedForward(8, 4)
+  inner = tl.Serial(tl.Dense(8), tl.Relu(), tl.Dense(4))
+  outer = tl.Serial(tl.Dense(3), wide)
+  outer.weights = (tl.Dense(3).init(sig)[0], ((), inner.init(sig)[0], ()))
+  for mode in _check.MODES:
+    with pytest.raises(tl.LayerError, match=r"AssertShape: spec 'bld->bld' "
+                       r"\(around layer Serial\): dimension 'd' is 3 in input "
+                       r'0 but 4 in output 0'):
+      _check.run_layer(outer, _ones(2, 5, 3), mode)
 
 
 def test_docstring_examples():

@@ -26,8 +26,10 @@ def test_encoder_decoder_mask_repeats_the_padding_mask(rng):
 
 
 def test_shape_errors_name_the_layer():
-  with pytest.raises(tl.LayerError, match=r'PaddingMask: expects token ids '
-                     r'of shape \(batch, length\), got shape \(2, 3, 1\)'):
+  # As in Trax, PaddingMask's shape check ('bs->b11l') reports it first.
+  with pytest.raises(tl.LayerError, match=r"AssertShape: spec 'bs->b11l' "
+                     r'\(around layer PaddingMask\(0\)\): input 0 has rank 3 '
+                     r"but 'bs' needs rank 2"):
     tl.PaddingMask()(jnp.zeros((2, 3, 1), jnp.int32))
   with pytest.raises(tl.LayerError, match=r'EncoderDecoderMask: expects '
                      r'decoder activations .* got shape \(2, 3\)'):

@@ -79,11 +79,19 @@ def test_mask_of_wrong_shape_names_layer_and_both_shapes(rng):
   x = jnp.asarray(rng.normal(size=(2, 3, 4)), dtype=jnp.float32)
   layer.init(shapes.signature((x, jnp.ones((2, 1, 1, 3), dtype=bool))))
   bad_mask = jnp.ones((2, 1, 1, 5), dtype=bool)
+  # As in Trax, Attention's shape check ('bld,b11l->bld,b11l') reports it.
   with pytest.raises(tl.LayerError,
-                     match=r'PureAttention: mask shape \(2, 1, 1, 5\) does '
-                     r'not broadcast to the attention logits shape '
-                     r'\(2, 2, 3, 3\)'):
+                     match=r"AssertShape: spec 'bld,b11l->bld,b11l' \(around "
+                     r"layer Serial\): dimension 'l' is 3 in input 0 but 5 in "
+                     r'input 1'):
     layer((x, bad_mask))
+  # Unchecked layers report it in their own words.
+  heads = jnp.ones((2, 2, 3, 2), dtype=jnp.float32)
+  with pytest.raises(tl.LayerError,
+                     match=r'DotProductAttention: mask shape \(2, 1, 1, 5\) '
+                     r'does not broadcast to the attention logits shape '
+                     r'\(2, 2, 3, 3\)'):
+    tl.DotProductAttention(mode='eval')((heads, heads, heads, bad_mask))
 
 
 def test_bad_heads_and_unsupported_options_are_named(rng):

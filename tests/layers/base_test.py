@@ -194,7 +194,8 @@ def test_pure_layer():
 def test_repr():
   assert repr(tl.Fn('Two', lambda x, y: x)) == 'Two_in2'
   assert repr(tl.Dup()) == 'Dup_out2'
-  assert repr(tl.Relu()) == 'Relu'
+  # As in Trax, Relu() comes wrapped in (unprinted) shape checks.
+  assert repr(tl.Relu()) == 'Serial[\n  Relu\n]'
   model = tl.Serial(tl.Dup(), tl.Serial(tl.Add(), tl.Dup()))
   assert repr(model) == ('Serial_out2[\n  Dup_out2\n  Serial_in2_out2[\n'
                          '    Add_in2\n    Dup_out2\n  ]\n]')
@@ -363,3 +364,46 @@ def test_calling_model_inside_jit_traces_once_and_leaves_it_usable(mode):
   assert traces[0] == 1
   # The model holds no tensors of the finished trace: eager calls still work.
   np.testing.assert_array_equal(np.asarray(model.rng).shape, (2,))
+
+
+_SETATTR_MESSAGE = (
+    "Affine: cannot set public attribute 'weighs'; layers accept only "
+    'weights, state, rng (and private _names). Misspelled? A subclass that '
+    'needs another public attribute lists it in _settable_attrs().')
+
+
+def test_setting_unknown_public_attribute_raises():
+  layer = Affine()
+  layer.init(shapes.signature(_x(2, 3)))
+  with pytest.raises(ValueError, match=re.escape(_SETATTR_MESSAGE)):
+    layer.weighs = layer.weights  # The typo the guard exists for.
+  assert not hasattr(layer, 'weighs')
+  # Read-only properties refuse assignment the same way, as in Trax.
+  with pytest.raises(ValueError, match="cannot set public attribute 'name'"):
+    layer.name = 'Renamed'
+  assert layer.name == 'Affine'
+
+
+def test_settable_and_private_attributes_are_assignable():
+  layer = Affine()
+  weights, state = layer.init(shapes.signature(_x(2, 3)))
+  layer.weights = weights
+  layer.state = state
+  layer.rng = fastmath.random.get_prng(1)
+  # pylint: disable=protected-access
+  layer._note = 'private names are free'
+  assert layer._note == 'private names are free'
+
+
+def test_subclass_can_allow_more_public_attributes():
+
+  class WithCheckpoint(tl.Layer):
+
+    def _settable_attrs(self):
+      return (*super()._settable_attrs(), 'init_checkpoint')
+
+  layer = WithCheckpoint()
+  layer.init_checkpoint = '/tmp/ckpt'
+  assert layer.init_checkpoint == '/tmp/ckpt'
+  with pytest.raises(ValueError, match="'checkpoint'"):
+    layer.checkpoint = '/tmp/ckpt'

@@ -35,12 +35,14 @@ def test_general_gru_cell_gates_memory_against_candidate_by_hand():
   s = np.array([[0.5, -2.0]], np.float32)
   cell.init(shapes.signature(s))
   eye, zero = np.eye(2, dtype=np.float32), np.zeros(2, np.float32)
-  # Weights: (Select, (memory, update gate, candidate)), Gate.
-  update = ((-0.5 * eye, zero), (), ())  # u = clip(1 - s / 2, 0, 1)
+  # Weights: (Select, (memory, update gate, candidate)), Gate. As in Trax,
+  # HardSigmoid() and HardTanh() come wrapped in shape checks: ((), (), ()).
+  checked = ((), (), ())
+  update = ((-0.5 * eye, zero), (), checked)  # u = clip(1 - s / 2, 0, 1)
   # Dup, reset gate (Dense, bias, HardSigmoid) with r = clip(1 + 0) = 1,
   # Multiply, Dense, HardTanh, Dropout: c = clip(3 s, -1, 1).
-  candidate = ((), (0.0 * eye, zero), (), (), (), (3.0 * eye, zero), (),
-               ())
+  candidate = ((), (0.0 * eye, zero), (), checked, (), (3.0 * eye, zero),
+               checked, ())
   weights = (((), ((), update, candidate)), ())
   y = np.asarray(cell(jnp.asarray(s), weights=_check.to_tensors(weights)))
   # u = [0.75, 1.0], c = [1.0, -1.0]; Trax's gate is u * s + (1 - u) * c.

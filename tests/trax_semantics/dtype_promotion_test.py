@@ -496,36 +496,14 @@ _TRAX_DTYPES.update(dict.fromkeys([
     'CategoryCrossEntropy', 'SequenceAccuracy',
 ], 'float32'))
 
-# Entries that still differ from Trax for reasons outside this layer
-# boundary: TensorFlow's NumPy mode widens int32 to float64 in element-wise
-# ops, or a layer casts its float result back to the input's dtype.
-_F64 = ('TF NumPy promotes int32 to float64 in element-wise ops; Trax gives '
-        'float32')
+# Entries that still differ from Trax: the layer casts its float result
+# back to the integer input's dtype (or keeps it integer).
 _KNOWN_GAPS = {
-    'ParametricRelu': _F64, 'LeakyRelu': _F64, 'Elu': _F64, 'Selu': _F64,
-    'Gelu': _F64, 'FastGelu': _F64, 'Tanh': _F64, 'Softplus': _F64,
-    'Exp': _F64, 'Log': _F64, 'SplitIntoHeads_MergeHeads': _F64,
-    'Parallel': _F64,
-    'HardSigmoid': 'activation_fns.py: 1 + x then min/max runs in float64; '
-                   'Trax keeps int32',
-    'Residual': 'combinators.py Add: int32 + float32 is float64 in TF NumPy',
-    'Sigmoid': 'fastmath.expit rejects integers; Trax gives float32',
-    'Swish': 'fastmath.expit rejects integers',
-    'Glu': 'fastmath.expit rejects integers (Trax 1.4.1 cannot build Glu)',
-    'Split_Gate': 'fastmath.expit rejects integers',
-    'BinaryCrossEntropyLoss': 'fastmath.expit rejects integers',
-    'BinaryCrossEntropySum': 'fastmath.expit rejects integers',
-    'ThresholdedLinearUnit': 'activation_fns.py casts the float32 threshold '
-                             'to the input dtype; Trax gives float32',
+    'HardSigmoid': 'activation_fns.py: 1 + x then min/max keeps int32 where '
+                   'Trax gives float32',
     'DotProductAttention': '_attention_core.py casts the attention output '
                            'back to int32; Trax gives float32',
     'DotProductCausalAttention': 'as DotProductAttention',
-    'PositionalEncoding': 'positional.py casts the float32 encodings to the '
-                          'input dtype; Trax gives float32',
-    'LSTMCell': 'rnn.py casts the float32 weights to the input dtype; Trax '
-                'cells are built from Dense and give float32',
-    'GRUCell': 'as LSTMCell', 'LSTM': 'as LSTMCell', 'GRU': 'as LSTMCell',
-    'SRU': 'as LSTMCell', 'Bidirectional': 'wraps a GRU, as LSTMCell',
     'WeightedSum': 'metrics.py sums in float32; Trax keeps int32',
 }
 
@@ -542,8 +520,10 @@ def _int_entries():
 
 
 def _int_entry_params():
-  # Known gaps run as non-strict xfails, so a fix elsewhere shows as XPASS.
-  return [pytest.param(n, marks=pytest.mark.xfail(reason=_KNOWN_GAPS[n]))
+  # Known gaps run as strict xfails: a fix elsewhere fails until the entry
+  # is taken off the list.
+  return [pytest.param(n, marks=pytest.mark.xfail(strict=True,
+                                                  reason=_KNOWN_GAPS[n]))
           if n in _KNOWN_GAPS else n for n in _int_entries()]
 
 
@@ -595,3 +575,80 @@ def test_rejected_and_gap_lists_name_registry_entries():
   assert set(_TRAX_REJECTS) <= names
   assert set(_KNOWN_GAPS) <= names
   assert set(_TRAX_DTYPES) <= names
+
+
+# -- Element-wise ops promote along JAX's lattice (jax/_src/dtypes.py) --------
+# fastmath/_numpy.py routes TensorFlow NumPy's result type through
+# dtypes.lattice_result_type, so operators on tensors promote as jnp does.
+
+@pytest.mark.parametrize('make,want', [
+    (lambda: tf.constant([1, 2], tf.int32) * 0.5, 'float32'),
+    (lambda: tf.constant([1, 2], tf.int32) + tf.constant([1., 2.]), 'float32'),
+    (lambda: jnp.tanh(tf.constant([1, 2], tf.int32)), 'float32'),
+    (lambda: tf.constant([1, 2], tf.int8) + tf.constant([1., 2.], tf.float16),
+     'float16'),
+    (lambda: tf.constant([True, False]) * tf.constant([1., 2.]), 'float32'),
+    (lambda: jnp.dot(tf.constant([1, 2], tf.int32), tf.constant([1., 2.])),
+     'float32'),
+    # 64-bit types already present are kept (tf.data ids stay int64).
+    (lambda: tf.constant([1, 2], tf.int64) + tf.constant([3, 4], tf.int64),
+     'int64'),
+    (lambda: tf.constant([1, 2], tf.int64) + 1, 'int64'),
+    (lambda: tf.constant([1.], tf.float64) * tf.constant([2.]), 'float64'),
+    (lambda: tf.constant([1.], tf.float32) + 1, 'float32'),
+])
+def test_tensor_operators_promote_along_the_lattice(make, want):
+  assert make().dtype.name == want
+
+
+def test_lattice_result_type_defers_to_numpy_for_unknown_arguments():
+  calls = []
+
+  def numpy_rule(*args):
+    calls.append(args)
+    return tf.string
+
+  rule = fastmath.dtypes.lattice_result_type(numpy_rule)
+  assert rule(np.int32, np.float32) == tf.float32
+  assert rule(np.array(['a'])) == tf.string  # Strings: not in the lattice.
+  assert rule(1, 2) == tf.string  # Python ints alone: NumPy's default int.
+  assert len(calls) == 2
+
+
+@pytest.mark.parametrize('mode', _modes.MODES)
+def test_sigmoid_of_integers_is_float32(mode):
+  # trax/layers/activation_fns.py Sigmoid: jax.nn.sigmoid promotes ints.
+  layer = tl.Sigmoid()
+  x = np.array([[0, 1, -2]])
+  layer.init(shapes.signature(x))
+  y = _modes.compile_fn(lambda v: layer(v), mode)(jnp.asarray(x, jnp.int32))
+  assert y.dtype.name == 'float32'
+  np.testing.assert_allclose(_np(y), 1 / (1 + np.exp(-x.astype(np.float64))),
+                             rtol=1e-6)
+
+
+def test_thresholded_linear_unit_of_integers_is_float32():
+  # trax/layers/activation_fns.py ThresholdedLinearUnit: max(x, tau) with a
+  # float32 tau.
+  layer = tl.ThresholdedLinearUnit()
+  x = np.array([[-1, 0, 3]])
+  layer.init(shapes.signature(x))
+  layer.weights = jnp.asarray(0.5, jnp.float32)
+  y = layer(x)
+  assert y.dtype.name == 'float32'
+  np.testing.assert_array_equal(_np(y), [[0.5, 0.5, 3.0]])
+
+
+def test_positional_encoding_of_integers_is_float32():
+  # trax/layers/attention.py PositionalEncoding: x + sinusoids (float32).
+  layer = tl.PositionalEncoding(max_len=8, mode='eval')
+  x = np.arange(12).reshape(1, 3, 4)
+  layer.init(shapes.signature(x))
+  y = layer(x)
+  assert y.dtype.name == 'float32'
+  pos = np.arange(3)[:, None].astype(np.float64)
+  div = np.exp(np.arange(0, 4, 2) * -(np.log(10000.0) / 4))
+  pe = np.zeros((3, 4))
+  pe[:, 0::2] = np.sin(pos * div)
+  pe[:, 1::2] = np.cos(pos * div)
+  np.testing.assert_allclose(_np(y), x + pe[None], rtol=1e-5, atol=1e-6)

@@ -31,6 +31,108 @@ RTOL = 1e-5
 ATOL = 1e-6
 
 
+# Where tfnp_trax knowingly differs from Trax 1.4.1, by test id, with the
+# reason. Each is a strict xfail: a case that starts to match fails until it
+# is taken off this list.
+_LATER_TRAX = ('BinaryClassifier and MulticlassClassifier come from later Trax '
+               'releases; Trax 1.4.1 lacks them and tfnp_trax keeps them.')
+_GLU = ("Trax 1.4.1's own Glu cannot be built (its Fn has a default "
+        "argument, which Trax's Fn rejects); tfnp_trax's Glu works.")
+_DPA = ('In Trax, DotProductAttention is a pure function of (queries, keys, '
+        'values, mask, dropout, mode, rng); in tfnp_trax it is a layer.')
+_CONV_1D = ('A 1-D kernel with the default 2-D dimension numbers: Trax runs '
+            'it, tfnp_trax asks for Conv1d or 1-D dimension_numbers.')
+_RNNLM_LAYERS = ("Trax's RNNLM raises unless n_layers == 2; tfnp_trax stacks "
+                 'any positive number of cells.')
+_WEIGHT_FILES = ("Trax's weight-file and sharding helpers are not implemented "
+                 'yet; they come with loading Trax weight files.')
+_MASK_NONE = ("tfnp_trax's estimators accept discount_mask=None (no "
+              'masking); Trax 1.4.1 raises TypeError.')
+_RL_MODULES = ('Trax RL modules and names tfnp_trax does not implement; '
+               'tests/trax_semantics/rl_paths_test.py lists them by name.')
+_HALF_DENSE = ("Dense keeps a float16/bfloat16 input's dtype (mixed "
+               "precision, pinned by the conformance bf16 check); Trax's "
+               'float32 weights promote it to float32.')
+_TF_KERNELS = ('TensorFlow has no kernel for this dtype (Neg on uint8, AddV2 '
+               'on bool, True converted to int8); JAX computes it.')
+_SCAN_CARRY = ('Scan casts a carry whose dtype changes; JAX (lax.scan) '
+               'raises.')
+_TRUEDIV = ('Integer true division is float64 in TensorFlow (its truediv '
+            'table) and float32 in JAX; so the branches of this Cond differ.')
+_WEAK_INT = ("Python ints alone give TensorFlow NumPy's default int64 (as "
+             'jnp.arange(3) and jnp.array(2) do); JAX gives weakly typed '
+             'int32.')
+_WEAK_ARRAY = ('jnp.array(2.0) is a strong float32 array in TensorFlow NumPy; '
+               'in JAX it is weakly typed, so float16 stays float16.')
+_MAXIMUM = ("TensorFlow NumPy's maximum keeps int32 against a Python float; "
+            'JAX promotes to float32.')
+
+# pylint: disable=line-too-long
+KNOWN_DIFFERENCES = {
+    'test_repr[027:tl.BinaryClassifier()]': _LATER_TRAX,
+    'test_repr[028:tl.MulticlassClassifier()]': _LATER_TRAX,
+    'test_repr[120:tl.Glu()]': _GLU,
+    'test_repr[129:tl.DotProductAttention()]': _DPA,
+    'test_repr[140:tl.Conv(2, (3,), padding="SAME")]': _CONV_1D,
+    'test_repr[164:trax.models.RNNLM(vocab_size=10, d_model=8, n_layers=1)]': _RNNLM_LAYERS,
+    'test_int_inputs[005:tl.Dense(2) float16]': _HALF_DENSE,
+    'test_int_inputs[032:tl.Negate() uint8]': _TF_KERNELS,
+    'test_int_inputs[054:tl.Conv(2, (2,)) int64]': _CONV_1D,
+    'test_int_inputs[064:tl.Scan(tl.Serial(tl.Add(), tl.Dense(2), tl.Dup()), axis=1) int64,int6]': _SCAN_CARRY,
+    'test_int_inputs[070:tl.Cond(tl.Fn("pos", lambda x: jnp.sum(x) > 0), tl.Fn("half", lambda x]': _TRUEDIV,
+    'test_int_inputs[071:tl.Cond(tl.Fn("pos", lambda x: jnp.sum(x) > 0), tl.Fn("half", lambda x]': _TRUEDIV,
+    'test_int_inputs[075:tl.Add() bool,bool]': _TF_KERNELS,
+    'test_int_inputs[115:tl.Fn("PlusOne", lambda x: x + 1) bool]': _WEAK_INT,
+    'test_int_inputs[120:tl.Fn("PlusTrue", lambda x: x + True) int8]': _TF_KERNELS,
+    'test_int_inputs[122:tl.Fn("Div2", lambda x: x / 2) int64]': _TRUEDIV,
+    'test_int_inputs[128:tl.Fn("Neg", lambda x: -x) uint8]': _TF_KERNELS,
+    'test_int_inputs[134:tl.Fn("Max0", lambda x: jnp.maximum(x, 0.0)) int32]': _MAXIMUM,
+    'test_int_inputs[137:tl.Fn("Arange", lambda x: x + jnp.arange(3)) int64]': _WEAK_INT,
+    'test_int_inputs[138:tl.Fn("Arr", lambda x: x * jnp.array(2.0)) float16]': _WEAK_ARRAY,
+    'test_int_inputs[139:tl.Fn("Arr", lambda x: x * jnp.array(2)) int8]': _WEAK_INT,
+    'test_base_names[008:flatten_weights_and_state]': _WEIGHT_FILES,
+    'test_base_names[009:unflatten_weights_and_state]': _WEIGHT_FILES,
+    'test_base_names[010:shard]': _WEIGHT_FILES,
+    'test_base_names[011:unshard]': _WEIGHT_FILES,
+    'test_base_names[012:np_to_file]': _WEIGHT_FILES,
+    'test_base_names[013:np_from_file]': _WEIGHT_FILES,
+    'test_metrics[040:tl.BinaryClassifier() bin_probs]': _LATER_TRAX,
+    'test_metrics[041:tl.MulticlassClassifier() flat_logits]': _LATER_TRAX,
+    'test_advantages[015:td_k m=1 {} mask=none]': _MASK_NONE,
+    'test_advantages[019:td_k m=2 {} mask=none]': _MASK_NONE,
+    'test_advantages[023:td_k m=3 {} mask=none]': _MASK_NONE,
+    "test_advantages[027:td_lambda m=0 {'lambda_': 0.5} mask=none]": _MASK_NONE,
+    "test_advantages[031:td_lambda m=1 {'lambda_': 0.5} mask=none]": _MASK_NONE,
+    "test_advantages[035:td_lambda m=2 {'lambda_': 0.5} mask=none]": _MASK_NONE,
+    "test_advantages[039:td_lambda m=0 {'lambda_': 0.95} mask=none]": _MASK_NONE,
+    "test_advantages[043:td_lambda m=1 {'lambda_': 0.95} mask=none]": _MASK_NONE,
+    "test_advantages[047:td_lambda m=2 {'lambda_': 0.95} mask=none]": _MASK_NONE,
+    "test_advantages[051:gae m=0 {'lambda_': 0.5} mask=none]": _MASK_NONE,
+    "test_advantages[055:gae m=1 {'lambda_': 0.5} mask=none]": _MASK_NONE,
+    "test_advantages[059:gae m=2 {'lambda_': 0.5} mask=none]": _MASK_NONE,
+    "test_advantages[063:gae m=0 {'lambda_': 0.95} mask=none]": _MASK_NONE,
+    "test_advantages[067:gae m=1 {'lambda_': 0.95} mask=none]": _MASK_NONE,
+    "test_advantages[071:gae m=2 {'lambda_': 0.95} mask=none]": _MASK_NONE,
+    'test_rl_module_paths[000:actor_critic]': _RL_MODULES,
+    'test_rl_module_paths[004:normalization]': _RL_MODULES,
+    'test_rl_module_paths[005:policy_tasks]': _RL_MODULES,
+    'test_rl_module_paths[007:serialization_utils]': _RL_MODULES,
+    'test_rl_module_paths[008:space_serializer]': _RL_MODULES,
+    'test_rl_module_paths[009:task]': _RL_MODULES,
+    'test_rl_module_paths[010:training]': _RL_MODULES,
+    'test_rl_module_paths[011:value_tasks]': _RL_MODULES,
+    'test_rl_module_paths[012:envs]': _RL_MODULES,
+}
+# pylint: enable=line-too-long
+
+
+@pytest.fixture(autouse=True)
+def _known_difference(request):
+  reason = KNOWN_DIFFERENCES.get(request.node.name)
+  if reason:
+    request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+
 # ----------------------------------------------------------------------------
 # Fixture loading and decoding.
 

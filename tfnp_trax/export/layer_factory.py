@@ -115,8 +115,8 @@ class LayerFactory:
     >>> factory = LayerFactory(models.MLP, layer_widths=(8, 3))
     >>> factory.get_config()['constructor']
     'tfnp_trax.models.mlp.MLP'
-    >>> LayerFactory.from_config(factory.get_config())().name
-    'MLP'
+    >>> LayerFactory.from_config(factory.get_config())().name  # As in Trax.
+    'Serial'
   """
 
   def __init__(self, constructor, **kwargs):

@@ -4,6 +4,8 @@ Layers import `from tfnp_trax.fastmath import numpy as jnp` and use the
 transforms, ops, random keys and tree utilities re-exported here.
 """
 
+import sys as _sys
+
 from distribute.collectives import all_gather
 from distribute.collectives import pmax
 from distribute.collectives import pmean
@@ -45,6 +47,17 @@ from tfnp_trax.fastmath.ops import logsumexp
 from tfnp_trax.fastmath.ops import one_hot
 from tfnp_trax.fastmath.ops import qr
 from tfnp_trax.fastmath.ops import cast_like
+from tfnp_trax.fastmath.ops import dataset_as_numpy
+from tfnp_trax.fastmath.ops import disable_jit
+from tfnp_trax.fastmath.ops import global_device_count
+from tfnp_trax.fastmath.ops import is_backend
+from tfnp_trax.fastmath.ops import lt
+from tfnp_trax.fastmath.ops import map  # pylint: disable=redefined-builtin
+from tfnp_trax.fastmath.ops import nested_stack
+from tfnp_trax.fastmath.ops import nested_zip
+from tfnp_trax.fastmath.ops import pmap
+from tfnp_trax.fastmath.ops import remat
+from tfnp_trax.fastmath.ops import sigmoid
 from tfnp_trax.fastmath.ops import sort_key_val
 from tfnp_trax.fastmath.ops import top_k
 from tfnp_trax.fastmath.transforms import custom_grad
@@ -72,5 +85,12 @@ __all__ = [
     'nested_map', 'nested_map_multiarg', 'tree_flatten', 'tree_leaves',
     'tree_unflatten', 'psum', 'pmean', 'pmax', 'all_gather',
     'canonicalize_array', 'canonicalize_dtype', 'promote_args',
-    'result_type',
+    'result_type', 'dataset_as_numpy', 'disable_jit', 'global_device_count',
+    'is_backend', 'lt', 'map', 'nested_stack', 'nested_zip', 'pmap', 'remat',
+    'sigmoid',
 ]
+
+# Trax code also writes `import trax.fastmath.numpy as jnp`. `numpy` here is
+# an attribute (TensorFlow's NumPy module), not a file, so give the import
+# system an entry for that dotted name.
+_sys.modules.setdefault(__name__ + '.numpy', numpy)

@@ -8,6 +8,9 @@ layer code executes, so every module reaches `jnp` through this file.
 
 import tensorflow as tf
 import tensorflow.experimental.numpy as _tnp
+from tensorflow.python.ops.numpy_ops import np_dtypes as _np_dtypes  # pylint: disable=g-direct-tensorflow-import
+
+from tfnp_trax.fastmath import dtypes as _dtypes
 
 _ENABLED = False
 
@@ -17,6 +20,16 @@ def _enable_once():
   if not _ENABLED:
     # prefer_float32: Python floats become float32 tensors, as on accelerators.
     _tnp.experimental_enable_numpy_behavior(prefer_float32=True)
+    # Mixed dtypes promote along JAX's lattice, not NumPy's table, so that
+    # `int32 * 0.5`, `int32 + float32` and `tanh(int32)` are float32 as in
+    # Trax (NumPy's table gives float64). This also changes TensorFlow
+    # globally: tf.experimental.numpy functions and the Tensor operators
+    # that numpy behaviour overrides all ask this one function for the
+    # result dtype. Same-dtype operations, and 64-bit types already present,
+    # are unaffected.
+    # pylint: disable=protected-access
+    _np_dtypes._result_type = _dtypes.lattice_result_type(
+        _np_dtypes._result_type)
     _ENABLED = True
 
 

@@ -7,8 +7,14 @@ __all__ = ['Backend', 'backend_name', 'set_backend', 'use_backend']
 
 
 class Backend(enum.Enum):
-  """Backends known to tfnp_trax (only TensorFlow NumPy)."""
+  """Trax's backend names; tfnp_trax runs only on TFNP (TensorFlow NumPy).
+
+  JAX and NUMPY exist so Trax code such as `is_backend(Backend.JAX)` runs
+  (and answers False); selecting them raises ValueError.
+  """
+  JAX = 'jax'
   TFNP = 'tensorflow-numpy'
+  NUMPY = 'numpy'
 
 
 _SUPPORTED = Backend.TFNP.value

@@ -148,14 +148,13 @@ def canonicalize_array(x):
   return x if x.dtype == dtype else x.astype(dtype)
 
 
-def _lattice_node(arg):
-  """The lattice type of one `result_type` argument."""
-  if isinstance(arg, (onp.ndarray, onp.generic)):
-    # NumPy values are strongly typed (np.float64 subclasses Python's float,
-    # so this test comes before the weak scalars).
-    return _lattice_node(arg.dtype)
-  # Python scalars (and the Python scalar types) are weakly typed; bool has
-  # a single width, so it needs no weak form.
+def _weak_node(arg):
+  """The lattice type of a Python scalar (or scalar type), else None.
+
+  Python scalars are weakly typed; bool has a single width, so it needs no
+  weak form. NumPy scalars are strongly typed, and np.float64 subclasses
+  Python's float, so callers test for NumPy values first.
+  """
   if isinstance(arg, bool) or arg is bool:
     return _d('bool')
   if isinstance(arg, int) or arg is int:
@@ -164,6 +163,16 @@ def _lattice_node(arg):
     return _WEAK_FLOAT
   if isinstance(arg, complex) or arg is complex:
     return _WEAK_COMPLEX
+  return None
+
+
+def _lattice_node(arg):
+  """The lattice type of one `result_type` argument."""
+  if isinstance(arg, (onp.ndarray, onp.generic)):
+    return _lattice_node(arg.dtype)
+  weak = _weak_node(arg)
+  if weak is not None:
+    return weak
   is_dtype = isinstance(arg, (type, str, onp.dtype, tf.DType))
   dtype = arg if is_dtype else getattr(arg, 'dtype', arg)
   try:
@@ -246,15 +255,10 @@ def _numpy_mode_node(arg):
   """
   if isinstance(arg, (onp.ndarray, onp.generic)):
     dtype = arg.dtype
-  elif isinstance(arg, bool) or arg is bool:
-    return _d('bool')
-  elif isinstance(arg, int) or arg is int:
-    return _WEAK_INT
-  elif isinstance(arg, float) or arg is float:
-    return _WEAK_FLOAT
-  elif isinstance(arg, complex) or arg is complex:
-    return _WEAK_COMPLEX
   else:
+    weak = _weak_node(arg)
+    if weak is not None:
+      return weak
     try:
       dtype = _as_numpy_dtype(arg)
     except Exception:  # pylint: disable=broad-except

@@ -1,6 +1,10 @@
 """tfnp_trax.layers, imported as `tl`: layers, combinators, metrics."""
 
 from tfnp_trax.layers.acceleration import Accelerate
+from tfnp_trax.layers.acceleration import for_n_devices
+from tfnp_trax.layers.acceleration import jit_forward
+from tfnp_trax.layers.acceleration import mean_or_pmean
+from tfnp_trax.layers.acceleration import reshape_by_device
 from tfnp_trax.layers.acceleration import on_accelerator
 from tfnp_trax.layers.acceleration import on_cpu
 from tfnp_trax.layers.activation_fns import Elu
@@ -60,6 +64,8 @@ from tfnp_trax.layers.combinators import Serial
 from tfnp_trax.layers.combinators import Split
 from tfnp_trax.layers.combinators import SubtractTop
 from tfnp_trax.layers.combinators import Swap
+from tfnp_trax.layers.combinators import inputs_from_stack
+from tfnp_trax.layers.combinators import outputs_onto_stack
 from tfnp_trax.layers.convolution import CausalConv
 from tfnp_trax.layers.convolution import CausalDepthwiseConv
 from tfnp_trax.layers.convolution import Conv
@@ -188,7 +194,9 @@ __all__ = [
     'CategoryAccuracy', 'MaskedSequenceAccuracy', 'MulticlassClassifier',
     'SequenceAccuracy', 'WeightedCategoryAccuracy', 'WeightedSum', 'L2Loss',
     'SmoothL1Loss',
-    'Accelerate', 'on_accelerator', 'on_cpu', 'AssertFunction',
+    'Accelerate', 'on_accelerator', 'on_cpu', 'for_n_devices', 'jit_forward',
+    'mean_or_pmean', 'reshape_by_device', 'inputs_from_stack',
+    'outputs_onto_stack', 'AssertFunction',
     'AssertShape', 'assert_shape', 'multigaussian_loss',
     'ThresholdToBinary', 'logsoftmax_sample', 'PrintShape', 'SummaryImage',
     'SummaryScalar',

@@ -3,13 +3,20 @@
 Also `on_cpu` and `on_accelerator`, which place arrays.
 """
 
+# Trax's data-parallel helpers of this module live in `distribute`; they
+# are re-exported here for Trax's import path.
+from distribute.averaging import mean_or_pmean
+from distribute.forward import jit_forward
+from distribute.sharding import for_n_devices
+from distribute.sharding import reshape_by_device
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import data_parallel
 from tfnp_trax.fastmath import devices
 from tfnp_trax.layers import base
 
-__all__ = ['Accelerate', 'on_cpu', 'on_accelerator']
+__all__ = ['Accelerate', 'on_cpu', 'on_accelerator', 'mean_or_pmean',
+           'jit_forward', 'for_n_devices', 'reshape_by_device']
 
 on_cpu = data_parallel.on_cpu
 on_accelerator = data_parallel.on_accelerator

@@ -171,7 +171,10 @@ class ThresholdedLinearUnit(base.Layer):
     if getattr(tau, 'ndim', None) != 0:
       raise ValueError(f'{self.name}: the threshold weight must be a scalar, '
                        f'got {tau!r}. Call layer.init(...) first.')
-    return jnp.maximum(x, tau.astype(x.dtype))
+    # Float inputs keep their dtype (bfloat16 stays bfloat16); integer ones
+    # meet the float32 threshold in float32, as jnp.maximum promotes in Trax.
+    dtype = x.dtype if fastmath.is_float(x) else tau.dtype
+    return jnp.maximum(x.astype(dtype), tau.astype(dtype))
 
   def init_weights_and_state(self, input_signature):
     del input_signature

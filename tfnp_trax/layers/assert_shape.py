@@ -212,12 +212,17 @@ def AssertFunction(specification, layer, message=None):  # pylint: disable=inval
 class _Checked(combinators.Serial):
   """`Serial(input check, layer, output check)`, named and printed Serial.
 
-  Trax builds a plain Serial, whose forward splits its rng three ways. The
-  checks use no randomness, so this one hands its rng to `layer` unsplit:
-  wrapping then adds no ops to a traced graph, and the wrapped layer draws
-  the same random numbers (init and dropout) as it would unwrapped. The
-  checks run directly, without the per-call bookkeeping of `pure_fn`: they
-  have no weights, state or rng, and return their inputs.
+  It prints, and has weights and state trees, as Trax's plain Serial does,
+  but is cheaper to run and trace, since the checks use no weights, state or
+  randomness:
+
+  * its rng goes to `layer` unsplit (Trax splits it three ways), so
+    wrapping adds no ops to a traced graph and the wrapped layer draws the
+    same random numbers, at init and in dropout, as it would unwrapped;
+  * the checks run directly, not through `pure_fn`;
+  * inside a model's call it skips its own `pure_fn` bookkeeping (which
+    walks and re-sets the whole weight and state subtree, once more per
+    level of nesting) and hands its slices of the trees to `layer`.
   """
 
   def __init__(self, before, layer, after):
@@ -232,15 +237,45 @@ class _Checked(combinators.Serial):
     self._rng = rng
     self._sublayers[1].rng = rng
 
-  def forward(self, xs):
+  def _needs_init_hint(self):
+    # Wrapping adds nothing to initialize.
+    return self._sublayers[1]._needs_init_hint()  # pylint: disable=protected-access
+
+  def _run(self, xs, weights, state, rng, use_cache):
+    """Checks, runs `layer` and checks; returns (stack, layer's state)."""
     before, layer, after = self._sublayers
     before.forward(_stack.inputs_from_stack(xs, before.n_in, before.name))
-    weights, state = self.weights, self.state
     inputs = _stack.inputs_from_stack(xs, layer.n_in, layer.name)
-    outputs, new_state = layer.pure_fn(inputs, weights[1], state[1], self.rng,
-                                       use_cache=True)
+    outputs, new_state = layer.pure_fn(inputs, weights, state, rng,
+                                       use_cache=use_cache)
     stack = _stack.outputs_onto_stack(outputs, xs, layer.n_in, layer.n_out)
     after.forward(_stack.inputs_from_stack(stack, after.n_in, after.name))
+    return stack, new_state
+
+  def pure_fn(self, x, weights, state, rng, use_cache=False):
+    # The outermost call (which sets up the per-call overlay and converts
+    # inputs) takes the ordinary path.
+    if base._overlay() is None:  # pylint: disable=protected-access
+      return super().pure_fn(x, weights, state, rng, use_cache)
+    cached = base.is_cache_marker(weights) and base.is_cache_marker(state)
+    try:
+      # Cache markers pass through: `layer` then reuses what it holds.
+      stack, new_state = self._run(
+          x, weights if cached else weights[1],
+          state if cached else state[1], rng, use_cache)
+    except base.LayerError:
+      raise
+    except Exception:  # pylint: disable=broad-except
+      # A failed check or a malformed call: the ordinary path raises it
+      # again, annotated as for any other layer.
+      return super().pure_fn(x, weights, state, rng, use_cache)
+    if cached:
+      return stack, base.GET_STATE_FROM_CACHE
+    return stack, (state[0], new_state, state[2])
+
+  def forward(self, xs):
+    weights, state = self.weights, self.state
+    stack, new_state = self._run(xs, weights[1], state[1], self.rng, True)
     self.state = (state[0], new_state, state[2])
     return stack
 
@@ -256,9 +291,16 @@ class _Checked(combinators.Serial):
     stack = _stack.outputs_onto_stack(outputs, input_signature, layer.n_in,
                                       layer.n_out)
     after.forward(_stack.inputs_from_stack(stack, after.n_in, after.name))
-    self.state = ((), state, ())
-    self.weights = ((), weights, ())
     self._signature_cache = (input_signature, stack)
+    before.weights, after.weights = (), ()
+    # `layer` holds its weights and state already; setting the trees here
+    # would set them all again. Only a cache marker (a layer shared with an
+    # earlier part of the model), now or from an earlier init, must be
+    # recorded here.
+    markers = (weights, state) + tuple(self._weights) + tuple(self._state)
+    if any(base.is_cache_marker(m) for m in markers):
+      self.state = ((), state, ())
+      self.weights = ((), weights, ())
 
 
 def _assert_layer(spec, full_spec, checker, before, kind):

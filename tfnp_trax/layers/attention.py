@@ -23,8 +23,20 @@ from tfnp_trax.layers import core
 from tfnp_trax.layers import flow
 from tfnp_trax.layers.assert_shape import assert_shape
 
-__all__ = ['Attention', 'AttentionQKV', 'PureAttention',
-           'DotProductAttention', 'SplitIntoHeads', 'MergeHeads']
+from tfnp_trax.layers.attention_masks import EncoderDecoderMask
+from tfnp_trax.layers.attention_masks import PaddingMask
+from tfnp_trax.layers.positional import PositionalEncoding
+from tfnp_trax.layers.positional import ShiftRight
+
+# Trax defines these here too; causal_attention.py imports this module, so
+# they resolve on first use instead.
+_FROM_CAUSAL = ('CausalAttention', 'ConfigurableAttention',
+                'DotProductCausalAttention')
+
+__all__ = ['Attention', 'AttentionQKV', 'PureAttention', 'DotProductAttention',
+           'SplitIntoHeads', 'MergeHeads', 'EncoderDecoderMask', 'PaddingMask',
+           'PositionalEncoding', 'ShiftRight', 'CausalAttention',
+           'ConfigurableAttention', 'DotProductCausalAttention']
 
 # Layer constructors are CamelCase functions, as in Trax.
 # pylint: disable=invalid-name
@@ -206,3 +218,11 @@ def MergeHeads(n_heads, merged_batch_and_head=True):
   """Inverse of `SplitIntoHeads`: back to (batch, length, d)."""
   return base.Fn('MergeHeads', _merge_heads_fn(
       n_heads, merged_batch_and_head, 'MergeHeads'))
+
+
+def __getattr__(name):  # pylint: disable=g-import-not-at-top
+  # Keeps Trax's import path (`attention.CausalAttention`).
+  if name in _FROM_CAUSAL:
+    from tfnp_trax.layers import causal_attention
+    return getattr(causal_attention, name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -34,6 +34,9 @@ EMPTY_STATE = ()
 GET_WEIGHTS_FROM_CACHE = {'__marker_for_cached_weights_': ()}
 GET_STATE_FROM_CACHE = {'__marker_for_cached_state_': ()}
 
+# The public attributes `Layer.__setattr__` lets callers assign.
+_SETTABLE_ATTRS = ('weights', 'state', 'rng')
+
 
 def is_cache_marker(x):
   return isinstance(x, dict) and (x == GET_WEIGHTS_FROM_CACHE or
@@ -273,6 +276,24 @@ class Layer:
       for i, layer in enumerate(self._sublayers):
         layer.rng = rngs[i]
 
+  def _settable_attrs(self):
+    """Public attributes callers may assign; subclasses may extend it."""
+    return _SETTABLE_ATTRS
+
+  def __setattr__(self, attr, value):
+    # As in Trax, only `weights`, `state` and `rng` may be assigned from
+    # outside: a typo such as `layer.weighs = w` would otherwise silently add
+    # a new attribute. Private `_names` pass after one character test, since
+    # this runs on every attribute write.
+    if attr[0] != '_' and attr not in self._settable_attrs():
+      allowed = ', '.join(self._settable_attrs())
+      raise ValueError(
+          f'{type(self).__name__}: cannot set public attribute {attr!r}; '
+          f'layers accept only {allowed} (and private _names). Misspelled? '
+          f'A subclass that needs another public attribute lists it in '
+          f'_settable_attrs().')
+    super().__setattr__(attr, value)
+
   # -- Init ----------------------------------------------------------------
   def init(self, input_signature, rng=None, use_cache=False):
     """Initializes weights and state for inputs shaped like `input_signature`.
@@ -506,12 +527,17 @@ def _canonical_array(x):
   Trax runs with x64 disabled, so inside a jitted step, or once they meet a
   `jnp` function, NumPy int64, uint64, float64 and complex128 inputs (what
   `np.array([1, 2])` and `np.arange` make) are their 32-bit siblings. The
-  cast runs in NumPy, before any graph; tensors and Python scalars (weakly
-  typed) pass unchanged.
+  cast runs in NumPy, before any graph. The result is a tensor, so that
+  arithmetic inside the layers (`x * 0.5`, `x + y`) follows jnp's promotion,
+  as on JAX arrays, and never NumPy's int64/float64 rules; tensors and Python
+  scalars (weakly typed) pass unchanged.
   """
   if _is_scalar_list(x):
     x = onp.asarray(x)
-  return dtypes.canonicalize_array(x)
+  if not isinstance(x, (onp.ndarray, onp.generic)) or x.dtype.kind not in (
+      'b', 'i', 'u', 'f', 'c'):
+    return x
+  return jnp.asarray(dtypes.canonicalize_array(x))
 
 
 def _canonical_inputs(x, n_in):

@@ -4,10 +4,20 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.fastmath import random as frandom
 from tfnp_trax.layers import _stack
 from tfnp_trax.layers import base
+from tfnp_trax.layers._stack import inputs_from_stack
+from tfnp_trax.layers._stack import outputs_onto_stack
+
+# Trax defines these in its combinators module; here they live in flow.py,
+# which builds on this module, so they are resolved on first use (see
+# `__getattr__` at the end) instead of imported, which would be circular.
+_FROM_FLOW = ('Scan', 'Cond', 'Chunk', 'Cache', 'BatchLeadingAxes',
+              'Bidirectional', 'SerialWithSideOutputs')
 
 __all__ = ['Serial', 'Parallel', 'Branch', 'Residual', 'Select', 'Dup',
            'Drop', 'Swap', 'Add', 'SubtractTop', 'Multiply', 'Gate',
-           'Concatenate', 'Split', 'FlattenList']
+           'Concatenate', 'Split', 'FlattenList', 'inputs_from_stack',
+           'outputs_onto_stack', 'Scan', 'Cond', 'Chunk', 'Cache',
+           'BatchLeadingAxes', 'Bidirectional', 'SerialWithSideOutputs']
 
 
 def _split_rngs(rng, n):
@@ -257,3 +267,11 @@ def FlattenList():  # pylint: disable=invalid-name
       return [y]
     return tuple(walk(x))
   return base.PureLayer(flatten, n_in=1, n_out=1, name='FlattenList')
+
+
+def __getattr__(name):
+  # Keeps Trax's import path (`combinators.Scan`) for the flow layers.
+  if name in _FROM_FLOW:
+    from tfnp_trax.layers import flow  # pylint: disable=g-import-not-at-top
+    return getattr(flow, name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -13,10 +13,26 @@ from tfnp_trax.layers import base
 from tfnp_trax.layers import initializers as init
 from tfnp_trax.layers.assert_shape import assert_shape
 
-__all__ = ['Dense', 'Embedding', 'Dropout', 'Flatten', 'LogSoftmax',
-           'Softmax', 'LogSumExp', 'Mean', 'Sum', 'Min', 'Max', 'ArgMax',
-           'Negate', 'StopGradient', 'check_float', 'compute_dtype',
-           'cast_to', 'log_softmax']
+from tfnp_trax.layers.sampling import ThresholdToBinary
+from tfnp_trax.layers.sampling import logsoftmax_sample
+from tfnp_trax.layers.summaries import PrintShape
+from tfnp_trax.layers.summaries import SummaryImage
+from tfnp_trax.layers.summaries import SummaryScalar
+
+# Trax defines these here too; core_extras.py (and mixture_density.py, via
+# core_extras) import this module, so they resolve on first use instead.
+_FROM_CORE_EXTRAS = ('Weights', 'RandomUniform', 'ToFloat',
+                     'LocallyConnected1d', 'log_gaussian_pdf',
+                     'log_gaussian_diag_pdf', 'one_hot')
+
+__all__ = ['Dense', 'Embedding', 'Dropout', 'Flatten', 'LogSoftmax', 'Softmax',
+           'LogSumExp', 'Mean', 'Sum', 'Min', 'Max', 'ArgMax', 'Negate',
+           'StopGradient', 'check_float', 'compute_dtype', 'cast_to',
+           'log_softmax', 'ThresholdToBinary', 'logsoftmax_sample',
+           'PrintShape', 'SummaryImage', 'SummaryScalar', 'Weights',
+           'RandomUniform', 'ToFloat', 'LocallyConnected1d',
+           'log_gaussian_pdf', 'log_gaussian_diag_pdf', 'one_hot',
+           'multigaussian_loss']
 
 _FLOAT_NAMES = ('bfloat16', 'float16', 'float32', 'float64')
 
@@ -362,3 +378,14 @@ def Negate():  # pylint: disable=invalid-name
 def StopGradient():  # pylint: disable=invalid-name
   """Identity whose gradient is zero."""
   return base.Fn('StopGradient', fastmath.stop_gradient)
+
+
+def __getattr__(name):  # pylint: disable=g-import-not-at-top
+  # Keeps Trax's import path (`core.Weights`) for names defined later.
+  if name in _FROM_CORE_EXTRAS:
+    from tfnp_trax.layers import core_extras
+    return getattr(core_extras, name)
+  if name == 'multigaussian_loss':
+    from tfnp_trax.layers import mixture_density
+    return mixture_density.multigaussian_loss
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

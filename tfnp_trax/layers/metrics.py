@@ -26,10 +26,27 @@ from tfnp_trax.layers import base
 from tfnp_trax.layers import combinators as cb
 from tfnp_trax.layers import core
 from tfnp_trax.layers import _metric_utils as mu
+from tfnp_trax.layers.fscores import MacroAveragedFScore
+from tfnp_trax.layers.fscores import WeightedFScore
+from tfnp_trax.layers.regression_losses import L2Loss
+from tfnp_trax.layers.regression_losses import SmoothL1Loss
+
+# Trax keeps its losses in this module too. Ours are in losses.py, which
+# builds on this module, so they are resolved on first use (see `__getattr__`
+# at the end) instead of imported, which would be circular.
+_FROM_LOSSES = ('CategoryCrossEntropy', 'WeightedCategoryCrossEntropy',
+                'CrossEntropyLoss', 'CrossEntropyLossWithLogSoftmax',
+                'CrossEntropySum', 'BinaryCrossEntropy',
+                'BinaryCrossEntropyLoss', 'BinaryCrossEntropySum')
 
 __all__ = ['BinaryClassifier', 'MulticlassClassifier', 'CategoryAccuracy',
            'WeightedCategoryAccuracy', 'MaskedSequenceAccuracy', 'Accuracy',
-           'SequenceAccuracy', 'WeightedSum']
+           'SequenceAccuracy', 'WeightedSum', 'MacroAveragedFScore',
+           'WeightedFScore', 'L2Loss', 'SmoothL1Loss',
+           'CategoryCrossEntropy', 'WeightedCategoryCrossEntropy',
+           'CrossEntropyLoss', 'CrossEntropyLossWithLogSoftmax',
+           'CrossEntropySum', 'BinaryCrossEntropy', 'BinaryCrossEntropyLoss',
+           'BinaryCrossEntropySum']
 
 
 def BinaryClassifier(threshold=0.5):  # pylint: disable=invalid-name
@@ -223,3 +240,11 @@ def WeightedSum():  # pylint: disable=invalid-name
     dtype = mu.result_dtype(values)
     return fastmath.psum(jnp.sum(values.astype(dtype) * weights.astype(dtype)))
   return base.Fn('WeightedSum', f)
+
+
+def __getattr__(name):
+  # Keeps Trax's import path (`metrics.CrossEntropyLoss`) for the losses.
+  if name in _FROM_LOSSES:
+    from tfnp_trax.layers import losses  # pylint: disable=g-import-not-at-top
+    return getattr(losses, name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

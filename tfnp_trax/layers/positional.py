@@ -102,6 +102,9 @@ class PositionalEncoding(base.Layer):
       self.state = start + length
     else:
       start = self._train_start(length)
+    # Integer inputs meet the float32 encoding in float32, as in Trax.
+    if not fastmath.is_float(x):
+      x = x.astype(jnp.float32)
     px = self._rows(start, length).astype(x.dtype)
     if x.shape[-1] != px.shape[-1]:
       raise ValueError(f'{self.name}: input last dim {x.shape[-1]} does not '

@@ -19,13 +19,24 @@ from tfnp_trax.layers import core
 from tfnp_trax.layers import flow
 from tfnp_trax.layers import initializers
 
-__all__ = ['LSTMCell', 'LSTM', 'GRUCell', 'GRU', 'InnerSRUCell',
-           'ScanSRUCell', 'SRU', 'MakeZeroState']
+from tfnp_trax.layers.general_gru_cell import ConvGRUCell
+from tfnp_trax.layers.general_gru_cell import GeneralGRUCell
+
+__all__ = ['LSTMCell', 'LSTM', 'GRUCell', 'GRU', 'InnerSRUCell', 'ScanSRUCell',
+           'SRU', 'MakeZeroState', 'ConvGRUCell', 'GeneralGRUCell']
 
 
 def _gate_dtype(x):
   """Gates are computed in float32 (float64 for float64 inputs)."""
   return jnp.float64 if x.dtype == jnp.float64 else jnp.float32
+
+
+def _float_input(x):
+  """Integer and boolean inputs as float32, as Trax's Dense-built cells give.
+
+  Float inputs keep their dtype, so bfloat16 activations stay bfloat16.
+  """
+  return x if fastmath.is_float(x) else x.astype(jnp.float32)
 
 
 def _check_cell_inputs(layer_name, x, state, w, n_units, state_depth):
@@ -70,7 +81,8 @@ class LSTMCell(base.Layer):
     self._bias_initializer = bias_initializer
 
   def forward(self, inputs):
-    x, state = jnp.asarray(inputs[0]), jnp.asarray(inputs[1])
+    x = _float_input(jnp.asarray(inputs[0]))
+    state = _float_input(jnp.asarray(inputs[1]))
     w, b = (jnp.asarray(a) for a in self.weights)
     _check_cell_inputs(self.name, x, state, w, self._n_units,
                        2 * self._n_units)
@@ -127,7 +139,8 @@ class GRUCell(base.Layer):
     self._bias_initializer = bias_initializer
 
   def forward(self, inputs):
-    x, h = jnp.asarray(inputs[0]), jnp.asarray(inputs[1])
+    x = _float_input(jnp.asarray(inputs[0]))
+    h = _float_input(jnp.asarray(inputs[1]))
     w1, b1, w2, b2 = (jnp.asarray(a) for a in self.weights)
     _check_cell_inputs(self.name, x, h, w1, self._n_units, self._n_units)
     dtype = _gate_dtype(x)
@@ -170,7 +183,8 @@ def _check_rank3(layer_name, x):
 def MakeZeroState(depth_multiplier=1):  # pylint: disable=invalid-name
   """Zeros of shape (batch, depth_multiplier * depth) for x (batch, len, depth).
 
-  The zeros take x's dtype so that bfloat16 models stay bfloat16.
+  The zeros take x's dtype so that bfloat16 models stay bfloat16; for
+  integer x they are float32, as Trax's always are.
 
   Example:
     >>> tuple(MakeZeroState(2)(jnp.ones((2, 5, 3), dtype=jnp.float32)).shape)
@@ -179,7 +193,7 @@ def MakeZeroState(depth_multiplier=1):  # pylint: disable=invalid-name
   def zeros(x):
     _check_rank3('MakeZeroState', x)
     return jnp.zeros((x.shape[0], depth_multiplier * x.shape[-1]),
-                     dtype=x.dtype)
+                     dtype=_float_input(x).dtype)
   return base.Fn('MakeZeroState', zeros)
 
 
@@ -193,7 +207,7 @@ def _zero_state(layer_name, depth):
   """
   def zeros(x):
     _check_rank3(layer_name, x)
-    return jnp.zeros((x.shape[0], depth), dtype=x.dtype)
+    return jnp.zeros((x.shape[0], depth), dtype=_float_input(x).dtype)
   return base.Fn('MakeZeroState', zeros)
 
 
@@ -244,7 +258,7 @@ def GRU(n_units, mode='train'):  # pylint: disable=invalid-name
       name=name, sublayers_to_print=[])
 
 
-def _check_same_depth(layer_name, names, arrays):
+def _check_one_shape(layer_name, names, arrays):
   """Raises a clear error unless the arrays' shapes broadcast together."""
   shapes_ = [tuple(a.shape) for a in arrays]
   try:
@@ -277,8 +291,8 @@ def InnerSRUCell():  # pylint: disable=invalid-name
     A layer with n_in=3, n_out=2, named 'InnerSRUCell' as in Trax.
   """
   def step(x_times_one_minus_f, f, c):
-    _check_same_depth('InnerSRUCell', ('x * (1 - f)', 'f', 'c'),
-                      (x_times_one_minus_f, f, c))
+    _check_one_shape('InnerSRUCell', ('x * (1 - f)', 'f', 'c'),
+                     (x_times_one_minus_f, f, c))
     new_c = f * c + x_times_one_minus_f
     return new_c, new_c
   return base.Fn('InnerSRUCell', step, n_out=2)
@@ -391,6 +405,7 @@ def SRU(n_units, activation=None, mode='train'):  # pylint: disable=invalid-name
           f'{name}: input depth {x.shape[-1]} must equal n_units={n_units} '
           f'for the highway connection (input shape {tuple(x.shape)}). Put '
           f'a Dense({n_units}) before the SRU.')
+    x = _float_input(x)
     # Casts keep x's dtype: Python floats and unary ops may widen bfloat16.
     skip = (x * (1 - r)).astype(_gate_dtype(x)) * math.sqrt(3.0)
     return (c.astype(x.dtype) * r + skip.astype(x.dtype)).astype(x.dtype)

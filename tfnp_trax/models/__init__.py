@@ -1,5 +1,17 @@
 """tfnp_trax.models: ready-made models built from tfnp_trax.layers."""
 
+# Model modules, bound here as `trax.models` binds them (research ones too,
+# e.g. `models.rezero`). `__all__` lists only the model constructors.
+from tfnp_trax.models import atari_cnn
+from tfnp_trax.models import mlp
+from tfnp_trax.models import neural_gpu
+from tfnp_trax.models import resnet
+from tfnp_trax.models import rl
+from tfnp_trax.models import rnn
+from tfnp_trax.models import transformer
+from tfnp_trax.models.research import layerdrop_transformer
+from tfnp_trax.models.research import rezero
+from tfnp_trax.models.research import rse
 from tfnp_trax.models.transformer import Transformer
 from tfnp_trax.models.transformer import TransformerDecoder
 from tfnp_trax.models.transformer import TransformerEncoder

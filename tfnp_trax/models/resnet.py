@@ -60,8 +60,8 @@ def Resnet50(d_hidden=64, n_output_classes=1001, mode='train',  # pylint: disabl
   Example:
     >>> model = Resnet50(norm=tl.FilterResponseNorm,
     ...                  non_linearity=tl.ThresholdedLinearUnit)
-    >>> model.name
-    'Resnet50'
+    >>> model.name  # An unnamed Serial, as in Trax.
+    'Serial'
 
   Args:
     d_hidden: width of the first hidden layer (later ones are multiples).
@@ -128,17 +128,19 @@ def WideResnetGroup(n, channels, strides=(1, 1), bn_momentum=0.9,  # pylint: dis
                     mode='train', norm=tl.BatchNorm, non_linearity=tl.Relu):
   """A group of `n` blocks: one with a 3x3 conv shortcut, then the rest.
 
-  As in Trax, the remaining n - 1 blocks share one residual connection;
-  with n = 1 there are none, and no residual is added.
+  As in Trax, the remaining n - 1 blocks share one residual connection.
+  With n = 1 that residual is empty, so it adds its input to itself and
+  doubles the activations: Trax does this, and keeping it makes outputs and
+  weight trees equal to Trax's.
   """
   def block(block_strides):
     return WideResnetBlock(channels, block_strides, bn_momentum=bn_momentum,
                            mode=mode, norm=norm, non_linearity=non_linearity)
   shortcut = [tl.Conv(channels, (3, 3), strides, padding='SAME')]
-  layers = [tl.Residual(block(strides), shortcut=shortcut)]
-  if n > 1:
-    layers.append(tl.Residual([block((1, 1)) for _ in range(n - 1)]))
-  return layers
+  return [
+      tl.Residual(block(strides), shortcut=shortcut),
+      tl.Residual([block((1, 1)) for _ in range(n - 1)]),
+  ]
 
 
 def WideResnet(n_blocks=3, widen_factor=1, n_output_classes=10,  # pylint: disable=invalid-name

@@ -157,8 +157,6 @@ def Value(body=None, normalizer=None, inject_actions=False,
     layers.append(_ActionInjector(
         inject_actions_n_layers, inject_actions_dim, is_discrete, vocab_size,
         multiplicative_action_injection))
-  else:
-    layers.append([])
   return tl.Serial(*layers, tl.Dense(1, **head_kwargs))
 
 

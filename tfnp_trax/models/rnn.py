@@ -1,7 +1,9 @@
 """Recurrent models: two language models and an LSTM seq2seq with attention.
 
-All map token ids to log-probabilities over a vocabulary; target inputs are
-shifted right so position i sees only targets < i.
+The language models map token ids to logits over a vocabulary, as in Trax
+(the losses apply the log-softmax); LSTMSeq2SeqAttn ends in a LogSoftmax, as
+Trax's does. Target inputs are shifted right so position i sees only
+targets < i.
 """
 
 from tfnp_trax import layers as tl
@@ -27,7 +29,10 @@ def _MultiRNNCell(rnn_cell, n_units, n_layers):  # pylint: disable=invalid-name
 
 def RNNLM(vocab_size, d_model=512, n_layers=2, rnn_cell=tl.LSTMCell,  # pylint: disable=invalid-name
           rnn_cell_d_state_multiplier=2, dropout=0.1, mode='train'):
-  """An RNN language model: embedding, stacked RNN cells, Dense, LogSoftmax.
+  """An RNN language model: embedding, stacked RNN cells, Dense.
+
+  As in Trax, the model returns logits; the losses (e.g.
+  `tl.WeightedCategoryCrossEntropy`) apply the log-softmax.
 
   Example:
     >>> from tfnp_trax import shapes
@@ -50,8 +55,8 @@ def RNNLM(vocab_size, d_model=512, n_layers=2, rnn_cell=tl.LSTMCell,  # pylint: 
     mode: 'train', 'eval' or 'predict'.
 
   Returns:
-    A layer mapping ids (batch, length) to log-probabilities
-    (batch, length, vocab_size).
+    A layer mapping ids (batch, length) to logits (batch, length,
+    vocab_size).
   """
   if n_layers < 1:
     raise ValueError(f'RNNLM: n_layers must be at least 1, got {n_layers}.')
@@ -64,12 +69,13 @@ def RNNLM(vocab_size, d_model=512, n_layers=2, rnn_cell=tl.LSTMCell,  # pylint: 
       tl.Branch([], zero_state),  # [] prints as Trax's does.
       tl.Scan(_MultiRNNCell(rnn_cell, d_model, n_layers), axis=1, mode=mode),
       tl.Select([0], n_in=2),  # Drops the final state.
-      tl.Dense(vocab_size),
-      tl.LogSoftmax())
+      tl.Dense(vocab_size))
 
 
 def GRULM(vocab_size=256, d_model=512, n_layers=1, mode='train'):  # pylint: disable=invalid-name
-  """A GRU language model: embedding, `n_layers` GRUs, Dense, LogSoftmax.
+  """A GRU language model: embedding, `n_layers` GRUs, Dense.
+
+  As in Trax, the model returns logits; the losses apply the log-softmax.
 
   Example:
     >>> from tfnp_trax import shapes
@@ -86,15 +92,14 @@ def GRULM(vocab_size=256, d_model=512, n_layers=1, mode='train'):  # pylint: dis
     mode: 'train', 'eval' or 'predict'.
 
   Returns:
-    A layer mapping ids (batch, length) to log-probabilities
-    (batch, length, vocab_size).
+    A layer mapping ids (batch, length) to logits (batch, length,
+    vocab_size).
   """
   return tl.Serial(
       tl.ShiftRight(mode=mode),
       tl.Embedding(vocab_size, d_model),
       [tl.GRU(d_model, mode=mode) for _ in range(n_layers)],
-      tl.Dense(vocab_size),
-      tl.LogSoftmax())
+      tl.Dense(vocab_size))
 
 
 def _PrepareAttentionInputs():  # pylint: disable=invalid-name

@@ -1,0 +1,564 @@
+"""Trax's module layout holds in tfnp_trax: each Trax import path resolves.
+
+`TRAX_NAMES` lists, per module path relative to the package (`''` is the
+top level, `'layers.core'` is `trax.layers.core`), the public names Trax
+1.4.1 defines or binds there. It was generated once from a Trax 1.4.1
+install by reading the sources with `ast`: top-level functions, classes and
+assignments not starting with `_`; for package `__init__` files, the names
+they import from trax (star imports expanded to the star module's own
+definitions), leaving out third-party modules and gin's `*_configure`
+helpers; for `fastmath.random`, the methods of Trax's random namespace.
+
+Every such name must import from the same path in tfnp_trax, except those in
+`MISSING_MODULES` (paths tfnp_trax does not have at all) and
+`MISSING_NAMES`. Both lists are checked to be really missing, so
+implementing a name or module fails this test until it is removed from
+them. `python -m tests.porting.module_paths_test` prints what is missing.
+"""
+
+import importlib
+import types
+
+import pytest
+
+import tfnp_trax
+from tfnp_trax import fastmath
+import tfnp_trax.fastmath.numpy as jnp
+from tfnp_trax.fastmath import ops
+from tfnp_trax.supervised import lr_schedules
+
+TRAX_NAMES = {
+    '': [
+        'AsKeras', 'data', 'fastmath', 'layers', 'lr', 'models', 'optimizers',
+        'shapes', 'supervised',
+    ],
+    'fastmath': [
+        'Backend', 'NumpyBackend', 'RandomBackend', 'abstract_eval',
+        'avg_pool', 'backend', 'backend_name', 'cond', 'conv', 'custom_grad',
+        'custom_vjp', 'dataset_as_numpy', 'default_backend', 'disable_jit',
+        'dynamic_slice', 'dynamic_slice_in_dim', 'dynamic_update_slice',
+        'dynamic_update_slice_in_dim', 'erf', 'expit', 'fori_loop',
+        'global_device_count', 'grad', 'index_add', 'index_max', 'index_min',
+        'index_update', 'is_backend', 'jit', 'local_device_count', 'logsumexp',
+        'lt', 'map', 'max_pool', 'nested_map', 'nested_map_multiarg',
+        'nested_stack', 'nested_zip', 'numpy', 'override_backend', 'pmap',
+        'psum', 'random', 'remat', 'scan', 'set_backend', 'sigmoid',
+        'sort_key_val', 'stop_gradient', 'sum_pool', 'top_k', 'tree_flatten',
+        'tree_leaves', 'tree_unflatten', 'use_backend', 'value_and_grad',
+        'vjp', 'vmap',
+    ],
+    'layers': [
+        'Accelerate', 'Accuracy', 'Add', 'ArgMax', 'AssertFunction',
+        'AssertShape', 'AtariConvInit', 'Attention', 'AttentionQKV',
+        'AttentionResampling', 'AveragePooling', 'AvgPool',
+        'AxialPositionalEncoding', 'BatchLeadingAxes', 'BatchNorm',
+        'Bidirectional', 'BinaryCrossEntropy', 'BinaryCrossEntropyLoss',
+        'BinaryCrossEntropySum', 'BlockSparseFF', 'Branch', 'Cache',
+        'CategoryAccuracy', 'CategoryCrossEntropy', 'CausalAttention',
+        'CausalConv', 'CausalDepthwiseConv', 'CausalFavor',
+        'CausalFavorAttention', 'Chunk', 'Concatenate', 'Cond',
+        'ConfigurableAttention', 'Conv', 'Conv1d', 'ConvCausalAttention',
+        'ConvGRUCell', 'ConvTranspose', 'CreateAttentionMaskLayer',
+        'CrossEntropyLoss', 'CrossEntropyLossWithLogSoftmax',
+        'CrossEntropySum', 'Dense', 'DotProductAttention',
+        'DotProductCausalAttention', 'Drop', 'Dropout', 'Dup', 'EMPTY_STATE',
+        'EMPTY_WEIGHTS', 'EfficientAttentionBase', 'EinsumDense', 'Elu',
+        'Embedding', 'EncDecAttention', 'EncoderDecoderMask', 'Exp',
+        'FactoredDense', 'FastGelu', 'Favor', 'FavorAttention',
+        'FeedForwardBlock', 'FilterResponseNorm',
+        'FixedBasePositionalEncoding', 'Flatten', 'FlattenList', 'Fn',
+        'GET_STATE_FROM_CACHE', 'GET_WEIGHTS_FROM_CACHE', 'GRU', 'GRUCell',
+        'Gate', 'Gelu', 'GeneralGRUCell', 'GlorotNormalInitializer',
+        'GlorotUniformInitializer', 'Glu', 'HardSigmoid', 'HardTanh',
+        'InfinitePositionalEncoding', 'InitializerFromFile', 'InnerSRUCell',
+        'KaimingNormalInitializer', 'KaimingUniformInitializer', 'L2Loss',
+        'LSHFF', 'LSHSelfAttention', 'LSTM', 'LSTMCell', 'Layer', 'LayerError',
+        'LayerNorm', 'LeCunNormalInitializer', 'LeCunUniformInitializer',
+        'LeakyRelu', 'LinearPooling', 'LinearUpsampling', 'LocallyConnected1d',
+        'LocallyConnectedDense', 'LocallyConvDense', 'Log', 'LogSoftmax',
+        'LogSumExp', 'LowRankCausalAttention', 'LowRankDense',
+        'MacroAveragedFScore', 'MakeZeroState', 'MaskedSequenceAccuracy',
+        'Max', 'MaxPool', 'Mean', 'MergeHeads', 'MergeLastTwoAxes', 'Min',
+        'MixedLSHSelfAttention', 'ModularCausalAttention',
+        'MultiplicativeCausalAttention', 'MultiplicativeConvCausalAttention',
+        'MultiplicativeModularCausalAttention',
+        'MultiplicativeModularSparseDense', 'Multiply', 'N_WEIGHTS_SHARDS',
+        'NaiveUpsampling', 'Negate', 'NoUpsampling', 'OrthogonalInitializer',
+        'PaddingMask', 'Parallel', 'ParametricRelu', 'PositionalEmbeddings',
+        'PositionalEncoding', 'PrintShape', 'PureAttention',
+        'PureLSHSelfAttention', 'PureLSHSelfAttentionWrapper', 'PureLayer',
+        'RandomLayer', 'RandomNormalInitializer', 'RandomUniform',
+        'RandomUniformInitializer', 'RelativeAttention',
+        'RelativeAttentionLMLayer', 'RelativeAttentionLayer',
+        'RelativeAttentionWrapper', 'Relu', 'Residual',
+        'ReversibleConcatenatePair', 'ReversibleHalfResidual',
+        'ReversibleLayer', 'ReversiblePrintShape', 'ReversibleRandomPermute',
+        'ReversibleReshape', 'ReversibleReshapePermute', 'ReversibleSelect',
+        'ReversibleSerial', 'ReversibleSwap', 'Rotate', 'SRU',
+        'ScaledInitializer', 'Scan', 'ScanSRUCell', 'Select', 'SelfAttention',
+        'Selu', 'SequenceAccuracy', 'Serial', 'SerialWithSideOutputs',
+        'ShiftRight', 'ShiftRightCls', 'Sigmoid', 'SinCosPositionalEncoding',
+        'SmoothL1Loss', 'Softmax', 'Softplus', 'SparseDenseWithOptions',
+        'SparseFF', 'Split', 'SplitIntoHeads', 'SplitLastAxis', 'StopGradient',
+        'SubtractTop', 'Sum', 'SumPool', 'SummaryImage', 'SummaryScalar',
+        'Swap', 'Swish', 'SwitchSparseFF', 'Tanh', 'ThresholdToBinary',
+        'ThresholdedLinearUnit', 'TimeBinPositionalEncoding', 'ToFloat',
+        'WeightedCategoryAccuracy', 'WeightedCategoryCrossEntropy',
+        'WeightedFScore', 'WeightedSum', 'Weights',
+        'apply_broadcasted_dropout', 'assert_shape', 'attend',
+        'calc_funnel_ratio', 'flatten_weights_and_state', 'for_n_devices',
+        'get_rel_att_inputs', 'hash_vecs', 'inputs_from_stack', 'jit_forward',
+        'length_normalized', 'log_gaussian_diag_pdf', 'log_gaussian_pdf',
+        'log_softmax', 'logsoftmax_sample', 'look_adjacent',
+        'mask_self_attention', 'mean_or_pmean', 'multigaussian_loss',
+        'np_from_file', 'np_to_file', 'on_accelerator', 'on_cpu', 'one_hot',
+        'outputs_onto_stack', 'permute_via_gather', 'permute_via_sort',
+        'reshape_by_device', 'rotate', 'shard', 'threefry_2x32_prange',
+        'threefry_2x32_prf', 'to_list', 'unflatten_weights_and_state',
+        'unshard', 'unshard_in_pmap',
+    ],
+    'models': [
+        'AtariCnn', 'AtariCnnBody', 'BERT', 'BERTClassifierHead',
+        'BERTRegressionHead', 'ConfigurableTerraformer',
+        'ConfigurableTransformer', 'ConfigurableTransformerEncoder',
+        'ConfigurableTransformerLM', 'EveryOtherLayerDropTransformerLM',
+        'FrameStackMLP', 'GRULM', 'HourglassLM', 'LSTMSeq2SeqAttn',
+        'LayerDropTransformerLM', 'MLP', 'NeuralGPU', 'Policy',
+        'PolicyAndValue', 'Quality', 'RNNLM', 'ReZeroTransformer',
+        'ReZeroTransformerDecoder', 'ReZeroTransformerEncoder',
+        'ReZeroTransformerLM', 'Reformer', 'ReformerLM', 'ReformerShortenLM',
+        'ResidualShuffleExchange', 'Resnet50', 'SkippingTransformerLM',
+        'Transformer', 'Transformer2', 'TransformerDecoder',
+        'TransformerEncoder', 'TransformerLM', 'Value', 'WideResnet',
+        'atari_cnn', 'bert', 'configurable_transformer', 'hourglass',
+        'layerdrop_transformer', 'mlp', 'neural_gpu', 'reformer', 'resnet',
+        'rezero', 'rl', 'rnn', 'rse', 'terraformer', 'transformer',
+        'transformer2',
+    ],
+    'supervised': [
+        'EvalTask', 'TrainTask', 'Trainer', 'callbacks', 'decoding',
+        'lr_schedules', 'train', 'trainer_lib', 'training',
+    ],
+    'layers.base': [
+        'EMPTY_STATE', 'EMPTY_WEIGHTS', 'Fn', 'GET_STATE_FROM_CACHE',
+        'GET_WEIGHTS_FROM_CACHE', 'Layer', 'LayerError', 'N_WEIGHTS_SHARDS',
+        'PureLayer', 'flatten_weights_and_state', 'np_from_file', 'np_to_file',
+        'shard', 'to_list', 'unflatten_weights_and_state', 'unshard',
+        'unshard_in_pmap',
+    ],
+    'layers.combinators': [
+        'Add', 'BatchLeadingAxes', 'Bidirectional', 'Branch', 'Cache', 'Chunk',
+        'Concatenate', 'Cond', 'Drop', 'Dup', 'FlattenList', 'Gate',
+        'Multiply', 'Parallel', 'Residual', 'Scan', 'Select', 'Serial',
+        'SerialWithSideOutputs', 'Split', 'SubtractTop', 'Swap',
+        'inputs_from_stack', 'outputs_onto_stack',
+    ],
+    'layers.core': [
+        'ArgMax', 'Dense', 'Dropout', 'Embedding', 'Flatten',
+        'LocallyConnected1d', 'LogSoftmax', 'LogSumExp', 'Max', 'Mean', 'Min',
+        'Negate', 'PrintShape', 'RandomUniform', 'Softmax', 'StopGradient',
+        'Sum', 'SummaryImage', 'SummaryScalar', 'ThresholdToBinary', 'ToFloat',
+        'Weights', 'log_gaussian_diag_pdf', 'log_gaussian_pdf', 'log_softmax',
+        'logsoftmax_sample', 'multigaussian_loss', 'one_hot',
+    ],
+    'layers.attention': [
+        'Attention', 'AttentionQKV', 'CausalAttention',
+        'ConfigurableAttention', 'DotProductAttention',
+        'DotProductCausalAttention', 'EncoderDecoderMask', 'MergeHeads',
+        'PaddingMask', 'PositionalEncoding', 'PureAttention', 'ShiftRight',
+        'SplitIntoHeads',
+    ],
+    'layers.activation_fns': [
+        'Elu', 'Exp', 'FastGelu', 'Gelu', 'Glu', 'HardSigmoid', 'HardTanh',
+        'LeakyRelu', 'Log', 'ParametricRelu', 'Relu', 'Selu', 'Sigmoid',
+        'Softplus', 'Swish', 'Tanh', 'ThresholdedLinearUnit',
+    ],
+    'layers.initializers': [
+        'AtariConvInit', 'GlorotNormalInitializer', 'GlorotUniformInitializer',
+        'InitializerFromFile', 'KaimingNormalInitializer',
+        'KaimingUniformInitializer', 'LeCunNormalInitializer',
+        'LeCunUniformInitializer', 'OrthogonalInitializer',
+        'RandomNormalInitializer', 'RandomUniformInitializer',
+        'ScaledInitializer',
+    ],
+    'layers.normalization': [
+        'BatchNorm', 'FilterResponseNorm', 'LayerNorm',
+    ],
+    'layers.convolution': [
+        'CausalConv', 'CausalDepthwiseConv', 'Conv', 'Conv1d',
+    ],
+    'layers.deconvolution': [
+        'ConvTranspose',
+    ],
+    'layers.pooling': [
+        'AvgPool', 'MaxPool', 'SumPool',
+    ],
+    'layers.rnn': [
+        'ConvGRUCell', 'GRU', 'GRUCell', 'GeneralGRUCell', 'InnerSRUCell',
+        'LSTM', 'LSTMCell', 'MakeZeroState', 'SRU', 'ScanSRUCell',
+    ],
+    'layers.metrics': [
+        'Accuracy', 'BinaryCrossEntropy', 'BinaryCrossEntropyLoss',
+        'BinaryCrossEntropySum', 'CategoryAccuracy', 'CategoryCrossEntropy',
+        'CrossEntropyLoss', 'CrossEntropyLossWithLogSoftmax',
+        'CrossEntropySum', 'L2Loss', 'MacroAveragedFScore',
+        'MaskedSequenceAccuracy', 'SequenceAccuracy', 'SmoothL1Loss',
+        'WeightedCategoryAccuracy', 'WeightedCategoryCrossEntropy',
+        'WeightedFScore', 'WeightedSum',
+    ],
+    'layers.assert_shape': [
+        'AssertFunction', 'AssertShape', 'assert_shape',
+    ],
+    'layers.acceleration': [
+        'Accelerate', 'for_n_devices', 'jit_forward', 'mean_or_pmean',
+        'on_accelerator', 'on_cpu', 'reshape_by_device',
+    ],
+    'layers.reversible': [
+        'ReversibleConcatenatePair', 'ReversibleHalfResidual',
+        'ReversibleLayer', 'ReversiblePrintShape', 'ReversibleReshape',
+        'ReversibleSelect', 'ReversibleSerial', 'ReversibleSwap',
+    ],
+    'layers.research.efficient_attention': [
+        'EfficientAttentionBase', 'EncDecAttention', 'LSHFF',
+        'LSHSelfAttention', 'MixedLSHSelfAttention', 'PureLSHSelfAttention',
+        'PureLSHSelfAttentionWrapper', 'SelfAttention',
+        'apply_broadcasted_dropout', 'attend', 'hash_vecs',
+        'length_normalized', 'look_adjacent', 'mask_self_attention',
+        'permute_via_gather', 'permute_via_sort',
+    ],
+    'layers.research.position_encodings': [
+        'AxialPositionalEncoding', 'FixedBasePositionalEncoding',
+        'InfinitePositionalEncoding', 'SinCosPositionalEncoding',
+        'TimeBinPositionalEncoding', 'threefry_2x32_prange',
+        'threefry_2x32_prf',
+    ],
+    'layers.research.rel_attention': [
+        'CreateAttentionMaskLayer', 'DotProductAttention',
+        'PositionalEmbeddings', 'RelativeAttention',
+        'RelativeAttentionLMLayer', 'RelativeAttentionLayer',
+        'RelativeAttentionWrapper', 'ShiftRightCls', 'calc_funnel_ratio',
+        'get_rel_att_inputs',
+    ],
+    'layers.research.resampling': [
+        'AttentionResampling', 'AveragePooling', 'FeedForwardBlock',
+        'LinearPooling', 'LinearUpsampling', 'NaiveUpsampling', 'NoUpsampling',
+    ],
+    'layers.research.rotary_positional_embedding': [
+        'Rotate', 'rotate',
+    ],
+    'layers.research.sparsity': [
+        'BlockSparseFF', 'CausalFavor', 'CausalFavorAttention',
+        'ConvCausalAttention', 'EinsumDense', 'FactoredDense', 'Favor',
+        'FavorAttention', 'LocallyConnectedDense', 'LocallyConvDense',
+        'LowRankCausalAttention', 'LowRankDense', 'MergeLastTwoAxes',
+        'ModularCausalAttention', 'MultiplicativeCausalAttention',
+        'MultiplicativeConvCausalAttention',
+        'MultiplicativeModularCausalAttention',
+        'MultiplicativeModularSparseDense', 'RandomLayer',
+        'ReversibleRandomPermute', 'ReversibleReshapePermute',
+        'SparseDenseWithOptions', 'SparseFF', 'SplitLastAxis',
+        'SwitchSparseFF',
+    ],
+    'models.mlp': [
+        'MLP',
+    ],
+    'models.transformer': [
+        'DROPOUT_RATE', 'DROPOUT_SHARED_AXES', 'D_FF', 'D_MODEL',
+        'FF_ACTIVATION_TYPE', 'MAX_SEQUENCE_LENGTH', 'MODE', 'N_HEADS',
+        'N_LAYERS', 'Transformer', 'TransformerDecoder', 'TransformerEncoder',
+        'TransformerLM',
+    ],
+    'models.resnet': [
+        'ConvBlock', 'IdentityBlock', 'Resnet50', 'WideResnet',
+        'WideResnetBlock', 'WideResnetGroup',
+    ],
+    'models.rnn': [
+        'GRULM', 'LSTMSeq2SeqAttn', 'RNNLM',
+    ],
+    'models.atari_cnn': [
+        'AtariCnn', 'AtariCnnBody', 'FrameStackMLP',
+    ],
+    'models.neural_gpu': [
+        'ConvDiagonalGRU', 'DiagonalGate', 'NeuralGPU', 'SaturationCost',
+    ],
+    'models.rl': [
+        'Policy', 'PolicyAndValue', 'Quality', 'Value',
+    ],
+    'models.research.bert': [
+        'AddBias', 'BERT', 'BERTClassifierHead', 'BERTMLMHead',
+        'BERTPretrainingHead', 'BERTPretrainingLoss', 'BERTRegressionHead',
+        'PretrainedBERT',
+    ],
+    'models.research.configurable_transformer': [
+        'ApplyAttentionLayer', 'ConfigurableTransformer',
+        'ConfigurableTransformerEncoder', 'ConfigurableTransformerLM',
+        'DecoderBlock', 'EmbeddingAndPositionalEncodings', 'EncoderBlock',
+        'EncoderDecoderBlock', 'FeedForwardWithOptions', 'PositionalEncoder',
+    ],
+    'models.research.hourglass': [
+        'HourglassLM',
+    ],
+    'models.research.layerdrop_transformer': [
+        'EveryOtherLayerDropTransformerLM', 'LargerThan',
+        'LayerDropTransformerLM', 'SkippingTransformerLM',
+    ],
+    'models.research.rezero': [
+        'ReZeroTransformer', 'ReZeroTransformerDecoder',
+        'ReZeroTransformerEncoder', 'ReZeroTransformerLM', 'ResidualZero',
+    ],
+    'models.research.rse': [
+        'BenesBlock', 'ResidualShuffleExchange', 'ResidualSwitchUnit',
+        'ReverseShuffleLayer', 'ShuffleLayer',
+    ],
+    'models.research.terraformer': [
+        'ConfigurableTerraformer',
+    ],
+    'models.research.transformer2': [
+        'ConcatWithPadding', 'ConcatWithPadding2',
+        'StripFromConcatenateWithPadding', 'Transformer2',
+    ],
+    'models.reformer.reformer': [
+        'DecoderBlock', 'EncoderBlock', 'EncoderDecoderBlock', 'Reformer',
+        'ReformerLM', 'ReformerShortenLM',
+    ],
+    'supervised.training': [
+        'EvalTask', 'Loop', 'TrainTask', 'init_host_and_devices',
+        'pickle_to_file', 'unpickle_from_file',
+    ],
+    'supervised.trainer_lib': [
+        'NamedStream', 'OptState', 'Trainer', 'TrainerState', 'epochs',
+        'load_trainer_state', 'log', 'make_trainer_state_dict', 'named_stream',
+        'num_devices', 'train', 'trainer_state_from_dict',
+    ],
+    'supervised.lr_schedules': [
+        'constant', 'multifactor', 'warmup', 'warmup_and_rsqrt_decay',
+    ],
+    'supervised.decoding': [
+        'autoregressive_sample', 'autoregressive_sample_stream', 'beam_search',
+    ],
+    'supervised.callbacks': [
+        'SerializedModelEvaluation', 'TrainingStepCallback',
+        'consume_sequence',
+    ],
+    'supervised.history': [
+        'History',
+    ],
+    'fastmath.ops': [
+        'Backend', 'NumpyBackend', 'RandomBackend', 'abstract_eval',
+        'avg_pool', 'backend', 'backend_name', 'cond', 'conv', 'custom_grad',
+        'custom_vjp', 'dataset_as_numpy', 'default_backend', 'disable_jit',
+        'dynamic_slice', 'dynamic_slice_in_dim', 'dynamic_update_slice',
+        'dynamic_update_slice_in_dim', 'erf', 'expit', 'fori_loop',
+        'global_device_count', 'grad', 'index_add', 'index_max', 'index_min',
+        'index_update', 'is_backend', 'jit', 'local_device_count', 'logsumexp',
+        'lt', 'map', 'max_pool', 'numpy', 'override_backend', 'pmap', 'psum',
+        'random', 'remat', 'scan', 'set_backend', 'sigmoid', 'sort_key_val',
+        'stop_gradient', 'sum_pool', 'top_k', 'use_backend', 'value_and_grad',
+        'vjp', 'vmap',
+    ],
+    'fastmath.numpy': [
+        'NUMPY_BACKEND', 'get_prng', 'nested_map', 'nested_map_multiarg',
+        'nested_stack', 'nested_zip', 'np_abstract_eval', 'random_bernoulli',
+        'random_normal', 'random_randint', 'random_uniform', 'tree_flatten',
+        'tree_leaves', 'tree_unflatten',
+    ],
+    'shapes': [
+        'ShapeDtype', 'assert_same_shape', 'assert_shape_equals', 'signature',
+        'splice_signatures',
+    ],
+    'fastmath.random': [
+        'bernoulli', 'fold_in', 'get_prng', 'normal', 'randint', 'split',
+        'uniform',
+    ],
+}
+
+MISSING_MODULES = [
+    'layers.reversible', 'layers.research.efficient_attention',
+    'layers.research.position_encodings', 'layers.research.rel_attention',
+    'layers.research.resampling',
+    'layers.research.rotary_positional_embedding', 'layers.research.sparsity',
+    'models.research.bert', 'models.research.configurable_transformer',
+    'models.research.hourglass', 'models.research.terraformer',
+    'models.research.transformer2', 'models.reformer.reformer',
+    'supervised.trainer_lib',
+]
+
+MISSING_NAMES = {
+    # Trax's backend dispatch internals. (`fastmath.backend` here is
+    # the backend-selection module, not Trax's function.)
+    'fastmath': [
+        'NumpyBackend', 'RandomBackend', 'backend', 'default_backend',
+        'override_backend',
+    ],
+    'layers': [
+        'AttentionResampling', 'AveragePooling', 'AxialPositionalEncoding',
+        'BlockSparseFF', 'CausalFavor', 'CausalFavorAttention',
+        'ConvCausalAttention', 'CreateAttentionMaskLayer',
+        'EfficientAttentionBase', 'EinsumDense', 'EncDecAttention',
+        'FactoredDense', 'Favor', 'FavorAttention', 'FeedForwardBlock',
+        'FixedBasePositionalEncoding', 'InfinitePositionalEncoding', 'LSHFF',
+        'LSHSelfAttention', 'LinearPooling', 'LinearUpsampling',
+        'LocallyConnectedDense', 'LocallyConvDense', 'LowRankCausalAttention',
+        'LowRankDense', 'MergeLastTwoAxes', 'MixedLSHSelfAttention',
+        'ModularCausalAttention', 'MultiplicativeCausalAttention',
+        'MultiplicativeConvCausalAttention',
+        'MultiplicativeModularCausalAttention',
+        'MultiplicativeModularSparseDense', 'N_WEIGHTS_SHARDS',
+        'NaiveUpsampling', 'NoUpsampling', 'PositionalEmbeddings',
+        'PureLSHSelfAttention', 'PureLSHSelfAttentionWrapper', 'RandomLayer',
+        'RelativeAttention', 'RelativeAttentionLMLayer',
+        'RelativeAttentionLayer', 'RelativeAttentionWrapper',
+        'ReversibleConcatenatePair', 'ReversibleHalfResidual',
+        'ReversibleLayer', 'ReversiblePrintShape', 'ReversibleRandomPermute',
+        'ReversibleReshape', 'ReversibleReshapePermute', 'ReversibleSelect',
+        'ReversibleSerial', 'ReversibleSwap', 'Rotate', 'SelfAttention',
+        'ShiftRightCls', 'SinCosPositionalEncoding', 'SparseDenseWithOptions',
+        'SparseFF', 'SplitLastAxis', 'SwitchSparseFF',
+        'TimeBinPositionalEncoding', 'apply_broadcasted_dropout', 'attend',
+        'calc_funnel_ratio', 'flatten_weights_and_state', 'get_rel_att_inputs',
+        'hash_vecs', 'length_normalized', 'look_adjacent',
+        'mask_self_attention', 'np_from_file', 'np_to_file',
+        'permute_via_gather', 'permute_via_sort', 'rotate', 'shard',
+        'threefry_2x32_prange', 'threefry_2x32_prf',
+        'unflatten_weights_and_state', 'unshard', 'unshard_in_pmap',
+    ],
+    'models': [
+        'BERT', 'BERTClassifierHead', 'BERTRegressionHead',
+        'ConfigurableTerraformer', 'ConfigurableTransformer',
+        'ConfigurableTransformerEncoder', 'ConfigurableTransformerLM',
+        'HourglassLM', 'Reformer', 'ReformerLM', 'ReformerShortenLM',
+        'Transformer2', 'bert', 'configurable_transformer', 'hourglass',
+        'reformer', 'terraformer', 'transformer2',
+    ],
+    # Trax's older trainer_lib API.
+    'supervised': [
+        'Trainer', 'train', 'trainer_lib',
+    ],
+    'layers.base': [
+        'N_WEIGHTS_SHARDS', 'flatten_weights_and_state', 'np_from_file',
+        'np_to_file', 'shard', 'unflatten_weights_and_state', 'unshard',
+        'unshard_in_pmap',
+    ],
+    # Trax's gin default constants.
+    'models.transformer': [
+        'DROPOUT_RATE', 'DROPOUT_SHARED_AXES', 'D_FF', 'D_MODEL',
+        'FF_ACTIVATION_TYPE', 'MAX_SEQUENCE_LENGTH', 'MODE', 'N_HEADS',
+        'N_LAYERS',
+    ],
+    'supervised.training': [
+        'init_host_and_devices', 'pickle_to_file', 'unpickle_from_file',
+    ],
+    'supervised.callbacks': [
+        'SerializedModelEvaluation', 'consume_sequence',
+    ],
+    # Trax's backend dispatch internals.
+    'fastmath.ops': [
+        'NumpyBackend', 'RandomBackend', 'backend', 'default_backend',
+        'override_backend',
+    ],
+    # Trax's NumPy-backend module; here `fastmath.numpy` is
+    # TensorFlow's NumPy (tree utilities are in `fastmath`).
+    'fastmath.numpy': [
+        'NUMPY_BACKEND', 'get_prng', 'nested_map', 'nested_map_multiarg',
+        'nested_stack', 'nested_zip', 'np_abstract_eval', 'random_bernoulli',
+        'random_normal', 'random_randint', 'random_uniform', 'tree_flatten',
+        'tree_leaves', 'tree_unflatten',
+    ],
+}
+
+# Names whose tfnp_trax attribute is an unrelated submodule of ours, so
+# `hasattr` alone would wrongly report Trax's object as present.
+SHADOWED_BY_SUBMODULE = {'fastmath': ['backend']}
+
+# Package paths whose names may also be re-exported from a submodule path:
+# the two must be the very same object (a re-export, never a copy).
+_PACKAGES = ('layers', 'models', 'supervised', 'fastmath')
+
+
+def _module(path):
+  return importlib.import_module('tfnp_trax' + ('.' + path if path else ''))
+
+
+def _present_paths():
+  return [p for p in TRAX_NAMES if p not in MISSING_MODULES]
+
+
+def missing_summary():
+  """One line per module path: what tfnp_trax lacks there."""
+  lines = [f'{p}: (module missing)' for p in MISSING_MODULES]
+  lines += [f'{p}: {", ".join(names)}' for p, names in MISSING_NAMES.items()]
+  return '\n'.join(lines)
+
+
+def test_missing_lists_name_only_trax_names():
+  for path in MISSING_MODULES:
+    assert path in TRAX_NAMES, path
+    assert path not in MISSING_NAMES, f'{path} is listed as a missing module'
+  for path, names in MISSING_NAMES.items():
+    assert path in TRAX_NAMES, path
+    assert sorted(names) == names and len(set(names)) == len(names), path
+    unknown = sorted(set(names) - set(TRAX_NAMES[path]))
+    assert not unknown, f'{path}: not Trax names: {unknown}'
+  for path, names in SHADOWED_BY_SUBMODULE.items():
+    assert set(names) <= set(MISSING_NAMES[path]), path
+
+
+@pytest.mark.parametrize('path', _present_paths())
+def test_trax_names_import_from_the_trax_path(path):
+  module = _module(path)
+  skip = set(MISSING_NAMES.get(path, ()))
+  absent = [n for n in TRAX_NAMES[path]
+            if n not in skip and not hasattr(module, n)]
+  assert not absent, (f'tfnp_trax.{path} lacks {absent}: re-export them, or '
+                      f'list them in MISSING_NAMES')
+  exported = getattr(module, '__all__', None)
+  if exported is not None:
+    # Submodules bound in a package need not be listed (`models.__all__`
+    # holds just the model constructors).
+    unlisted = [n for n in TRAX_NAMES[path] if n not in skip and
+                n not in exported and
+                not isinstance(getattr(module, n), types.ModuleType)]
+    assert not unlisted, f'tfnp_trax.{path}.__all__ lacks {unlisted}'
+
+
+@pytest.mark.parametrize('path', sorted(MISSING_NAMES))
+def test_missing_names_are_really_missing(path):
+  module = _module(path)
+  shadowed = SHADOWED_BY_SUBMODULE.get(path, ())
+  found = [n for n in MISSING_NAMES[path] if hasattr(module, n) and not (
+      n in shadowed and isinstance(getattr(module, n), types.ModuleType))]
+  assert not found, (f'tfnp_trax.{path} now has {found}: remove them from '
+                     f'MISSING_NAMES')
+
+
+@pytest.mark.parametrize('path', MISSING_MODULES)
+def test_missing_modules_are_really_missing(path):
+  with pytest.raises(ModuleNotFoundError):
+    _module(path)
+
+
+@pytest.mark.parametrize('package', _PACKAGES)
+def test_submodule_paths_reexport_the_package_objects(package):
+  pkg = _module(package)
+  for path in _present_paths():
+    if not path.startswith(package + '.'):
+      continue
+    module = _module(path)
+    for name in TRAX_NAMES[path]:
+      if (name in MISSING_NAMES.get(path, ()) or
+          name in MISSING_NAMES.get(package, ()) or not hasattr(pkg, name)):
+        continue
+      assert getattr(module, name) is getattr(pkg, name), f'{path}.{name}'
+
+
+def test_trax_spellings_of_aliases():
+  # `import trax.fastmath.numpy as jnp` and `trax.lr` work as in Trax.
+  assert jnp is fastmath.numpy is ops.numpy
+  assert ops.random is fastmath.random
+  assert tfnp_trax.lr is lr_schedules
+  supervised = tfnp_trax.supervised
+  assert supervised.TrainTask is supervised.training.TrainTask
+
+
+if __name__ == '__main__':
+  print(missing_summary())
