@@ -498,14 +498,7 @@ _TRAX_DTYPES.update(dict.fromkeys([
 
 # Entries that still differ from Trax: the layer casts its float result
 # back to the integer input's dtype (or keeps it integer).
-_KNOWN_GAPS = {
-    'HardSigmoid': 'activation_fns.py: 1 + x then min/max keeps int32 where '
-                   'Trax gives float32',
-    'DotProductAttention': '_attention_core.py casts the attention output '
-                           'back to int32; Trax gives float32',
-    'DotProductCausalAttention': 'as DotProductAttention',
-    'WeightedSum': 'metrics.py sums in float32; Trax keeps int32',
-}
+_KNOWN_GAPS = {}
 
 
 def _int_entries():

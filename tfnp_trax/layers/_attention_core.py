@@ -84,6 +84,10 @@ def per_head_attention(queries, keys, values, mask, dropout, mode, rng):
     `(activations, strengths)`: activations [..., n_queries, d_value] in the
     queries' dtype, and the attention strengths in float32 (or float64).
   """
+  # Integer inputs attend in float32, as jnp's matmul and softmax promote
+  # them in Trax; float inputs keep their dtype.
+  queries, keys, values = (a if fastmath.is_float(a) else a.astype(jnp.float32)
+                           for a in (queries, keys, values))
   dtype = queries.dtype
   sdtype = stats_dtype(dtype)
   d_head = queries.shape[-1]

@@ -97,8 +97,9 @@ def Tanh():  # pylint: disable=invalid-name
 @assert_shape('...->...')
 def HardSigmoid():  # pylint: disable=invalid-name
   """f(x) = max(0, min(1, 1 + x)): a piecewise-linear sigmoid, as in Trax."""
+  # A weak Python int: integer inputs stay integer, as in Trax.
   return _activation('HardSigmoid', lambda x: jnp.maximum(
-      jnp.zeros_like(x), jnp.minimum(jnp.ones_like(x), 1. + x)))
+      jnp.zeros_like(x), jnp.minimum(jnp.ones_like(x), 1 + x)))
 
 
 @assert_shape('...->...')

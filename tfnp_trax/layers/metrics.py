@@ -237,8 +237,13 @@ def WeightedSum():  # pylint: disable=invalid-name
     values, weights = mu.as_array(values), mu.as_array(weights)
     mu.check_broadcastable('WeightedSum', 'weights', weights, 'values',
                            values)
-    dtype = mu.result_dtype(values)
-    return fastmath.psum(jnp.sum(values.astype(dtype) * weights.astype(dtype)))
+    if fastmath.is_float(values) or fastmath.is_float(weights):
+      dtype = mu.result_dtype(values)
+    else:
+      # Trax sums integer values and weights in the integers.
+      dtype = jnp.result_type(values, weights)
+    return fastmath.psum(
+        jnp.sum(values.astype(dtype) * weights.astype(dtype), dtype=dtype))
   return base.Fn('WeightedSum', f)
 
 
