@@ -13,6 +13,7 @@ from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import data_parallel
 from tfnp_trax.fastmath import devices
+from tfnp_trax.layers import _inputs
 from tfnp_trax.layers import base
 
 __all__ = ['Accelerate', 'on_cpu', 'on_accelerator', 'mean_or_pmean',
@@ -131,5 +132,5 @@ class Accelerate(base.Layer):
     del use_cache  # The one copy of the weights lives on the sublayer.
     if base.is_cache_marker(weights) and base.is_cache_marker(state):
       weights, state = self.weights, self.state
-    x = base._canonical_inputs(x, self.n_in)  # pylint: disable=protected-access
+    x = _inputs.canonical_inputs(x, self.n_in)
     return self._run(x, weights, state, rng)

@@ -19,6 +19,7 @@ import string
 import sys
 import threading
 
+from tfnp_trax.layers import _per_call
 from tfnp_trax.layers import _stack
 from tfnp_trax.layers import base
 from tfnp_trax.layers import combinators
@@ -255,7 +256,7 @@ class _Checked(combinators.Serial):
   def pure_fn(self, x, weights, state, rng, use_cache=False):
     # The outermost call (which sets up the per-call overlay and converts
     # inputs) takes the ordinary path.
-    if base._overlay() is None:  # pylint: disable=protected-access
+    if not _per_call.in_call():
       return super().pure_fn(x, weights, state, rng, use_cache)
     cached = base.is_cache_marker(weights) and base.is_cache_marker(state)
     try:

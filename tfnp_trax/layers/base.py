@@ -9,7 +9,6 @@ for outputs and `n_out`.
 """
 
 import inspect
-import threading
 import random as _py_random
 import sys
 import traceback
@@ -18,10 +17,11 @@ import numpy as onp
 
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import abstract
-from tfnp_trax.fastmath import dtypes
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.fastmath import random as frandom
 from tfnp_trax.fastmath import transforms
+from tfnp_trax.layers import _inputs
+from tfnp_trax.layers import _per_call
 
 __all__ = ['Layer', 'PureLayer', 'Fn', 'LayerError', 'EMPTY_WEIGHTS',
            'EMPTY_STATE', 'GET_WEIGHTS_FROM_CACHE', 'GET_STATE_FROM_CACHE',
@@ -41,44 +41,6 @@ _SETTABLE_ATTRS = ('weights', 'state', 'rng')
 def is_cache_marker(x):
   return isinstance(x, dict) and (x == GET_WEIGHTS_FROM_CACHE or
                                   x == GET_STATE_FROM_CACHE)
-
-
-# Within a pure_fn call, layers hold the weights, state and rng of that call.
-# tf.distribute runs replica functions in separate Python threads that may
-# switch at collectives, so these per-call values live in a per-thread
-# overlay: each replica sees only its own, and the overlay is dropped when
-# the outermost pure_fn returns (pure_fn restores the layer's values anyway).
-_THREAD = threading.local()
-_SLOT_DEFAULTS = {'_weights': (), '_state': (), '_rng': None}
-
-
-def _overlay():
-  return getattr(_THREAD, 'overlay', None)
-
-
-class _PerCallSlot:
-  """A layer attribute that is per-thread while a pure_fn call runs."""
-
-  def __init__(self, name):
-    self._name = name
-    self._key = '_shared' + name
-
-  def __get__(self, obj, objtype=None):
-    if obj is None:
-      return self
-    overlay = _overlay()
-    if overlay is not None:
-      values = overlay.get(id(obj))
-      if values is not None and self._name in values:
-        return values[self._name]
-    return obj.__dict__.get(self._key, _SLOT_DEFAULTS[self._name])
-
-  def __set__(self, obj, value):
-    overlay = _overlay()
-    if overlay is not None:
-      overlay.setdefault(id(obj), {})[self._name] = value
-    else:
-      obj.__dict__[self._key] = value
 
 
 class LayerError(Exception):
@@ -134,9 +96,9 @@ class Layer:
   """
 
   _signature_cache = None  # (input_signature, output_signature) from init.
-  _weights = _PerCallSlot('_weights')
-  _state = _PerCallSlot('_state')
-  _rng = _PerCallSlot('_rng')
+  _weights = _per_call.PerCallSlot('_weights')
+  _state = _per_call.PerCallSlot('_state')
+  _rng = _per_call.PerCallSlot('_rng')
 
   def __init__(self, n_in=1, n_out=1, name=None, sublayers_to_print=None):
     self._n_in = n_in
@@ -372,15 +334,15 @@ class Layer:
     Returns:
       `(outputs, new_state)`.
     """
-    if _overlay() is not None:
+    if _per_call.in_call():
       return self._pure_fn(x, weights, state, rng, use_cache)
     # The outermost call is where data enters, as it enters jnp in Trax.
-    x = _canonical_inputs(x, self._n_in)
-    _THREAD.overlay = {}
+    x = _inputs.canonical_inputs(x, self._n_in)
+    _per_call.begin_call()
     try:
       return self._pure_fn(x, weights, state, rng, use_cache)
     finally:
-      _THREAD.overlay = None
+      _per_call.end_call()
 
   def _pure_fn(self, x, weights, state, rng, use_cache):
     old_weights, old_state, old_rng = self.weights, self.state, self._rng
@@ -392,8 +354,8 @@ class Layer:
       else:
         # NumPy leaves (e.g. weights loaded from files) become tensors, so
         # forward code may call tensor methods such as .astype(tf dtype).
-        weights = _map_keep_markers(_numpy_to_tensor, weights)
-        state = _map_keep_markers(_numpy_to_tensor, state)
+        weights = _map_keep_markers(_inputs.numpy_to_tensor, weights)
+        state = _map_keep_markers(_inputs.numpy_to_tensor, state)
         self._set_weights_state_quietly(weights, state)
       self._check_n_in(x)
       if self.has_backward:
@@ -493,60 +455,6 @@ def _same_signature(a, b):
     return shapes.signature(a) == shapes.signature(b)
   except Exception:  # pylint: disable=broad-except
     return False
-
-
-def _signatures_of(tree):
-  def to_sig(x):
-    if is_cache_marker(x):
-      return x
-    if hasattr(x, 'shape') and hasattr(x, 'dtype'):
-      return shapes.ShapeDtype(tuple(x.shape), x.dtype)
-    return x
-  return _map_keep_markers(to_sig, tree)
-
-
-def _numpy_to_tensor(x):
-  if not isinstance(x, (onp.ndarray, onp.generic)):
-    return x
-  # As in JAX with x64 disabled: float64 weights become float32, and so on.
-  return jnp.asarray(dtypes.canonicalize_array(x))
-
-
-_SCALARS = (bool, int, float, complex, onp.generic)
-
-
-def _is_scalar_list(x):
-  """True for a non-empty (nested) list of scalars: an array literal."""
-  return isinstance(x, list) and bool(x) and all(
-      isinstance(v, _SCALARS) or _is_scalar_list(v) for v in x)
-
-
-def _canonical_array(x):
-  """A NumPy array or list input in the dtype `jnp.asarray` gives it.
-
-  Trax runs with x64 disabled, so inside a jitted step, or once they meet a
-  `jnp` function, NumPy int64, uint64, float64 and complex128 inputs (what
-  `np.array([1, 2])` and `np.arange` make) are their 32-bit siblings. The
-  cast runs in NumPy, before any graph. The result is a tensor, so that
-  arithmetic inside the layers (`x * 0.5`, `x + y`) follows jnp's promotion,
-  as on JAX arrays, and never NumPy's int64/float64 rules; tensors and Python
-  scalars (weakly typed) pass unchanged.
-  """
-  if _is_scalar_list(x):
-    x = onp.asarray(x)
-  if not isinstance(x, (onp.ndarray, onp.generic)) or x.dtype.kind not in (
-      'b', 'i', 'u', 'f', 'c'):
-    return x
-  return jnp.asarray(dtypes.canonicalize_array(x))
-
-
-def _canonical_inputs(x, n_in):
-  # A tuple, or a list for a layer with several inputs, is the data stack.
-  is_stack = ((isinstance(x, tuple) and not hasattr(x, '_fields')) or
-              (isinstance(x, list) and n_in != 1))
-  if is_stack:
-    return type(x)(_canonical_array(v) for v in x)
-  return _canonical_array(x)
 
 
 def _map_keep_markers(f, tree):
