@@ -589,6 +589,11 @@ def test_rejected_and_gap_lists_name_registry_entries():
     (lambda: tf.constant([1, 2], tf.int64) + 1, 'int64'),
     (lambda: tf.constant([1.], tf.float64) * tf.constant([2.]), 'float64'),
     (lambda: tf.constant([1.], tf.float32) + 1, 'float32'),
+    # True division of int32 is float32, as in JAX (TensorFlow's table says
+    # float64); int64 keeps float64.
+    (lambda: tf.constant([1, 2], tf.int32) / 2, 'float32'),
+    (lambda: jnp.true_divide(tf.constant([1, 2], tf.int32), 2), 'float32'),
+    (lambda: tf.constant([1, 2], tf.int64) / 2, 'float64'),
 ])
 def test_tensor_operators_promote_along_the_lattice(make, want):
   assert make().dtype.name == want
@@ -645,3 +650,10 @@ def test_positional_encoding_of_integers_is_float32():
   pe[:, 0::2] = np.sin(pos * div)
   pe[:, 1::2] = np.cos(pos * div)
   np.testing.assert_allclose(_np(y), x + pe[None], rtol=1e-5, atol=1e-6)
+
+
+def test_integer_true_division_values():
+  # jnp.arange(n) / n, as Trax code writes positions: float32, exact here.
+  got = jnp.arange(5, dtype=jnp.int32) / 4
+  assert got.dtype.name == 'float32'
+  np.testing.assert_array_equal(_np(got), [0., 0.25, 0.5, 0.75, 1.])

@@ -57,8 +57,6 @@ _TF_KERNELS = ('TensorFlow has no kernel for this dtype (Neg on uint8, AddV2 '
                'on bool, True converted to int8); JAX computes it.')
 _SCAN_CARRY = ('Scan casts a carry whose dtype changes; JAX (lax.scan) '
                'raises.')
-_TRUEDIV = ('Integer true division is float64 in TensorFlow (its truediv '
-            'table) and float32 in JAX; so the branches of this Cond differ.')
 _WEAK_INT = ("Python ints alone give TensorFlow NumPy's default int64 (as "
              'jnp.arange(3) and jnp.array(2) do); JAX gives weakly typed '
              'int32.')
@@ -79,12 +77,9 @@ KNOWN_DIFFERENCES = {
     'test_int_inputs[032:tl.Negate() uint8]': _TF_KERNELS,
     'test_int_inputs[054:tl.Conv(2, (2,)) int64]': _CONV_1D,
     'test_int_inputs[064:tl.Scan(tl.Serial(tl.Add(), tl.Dense(2), tl.Dup()), axis=1) int64,int6]': _SCAN_CARRY,
-    'test_int_inputs[070:tl.Cond(tl.Fn("pos", lambda x: jnp.sum(x) > 0), tl.Fn("half", lambda x]': _TRUEDIV,
-    'test_int_inputs[071:tl.Cond(tl.Fn("pos", lambda x: jnp.sum(x) > 0), tl.Fn("half", lambda x]': _TRUEDIV,
     'test_int_inputs[075:tl.Add() bool,bool]': _TF_KERNELS,
     'test_int_inputs[115:tl.Fn("PlusOne", lambda x: x + 1) bool]': _WEAK_INT,
     'test_int_inputs[120:tl.Fn("PlusTrue", lambda x: x + True) int8]': _TF_KERNELS,
-    'test_int_inputs[122:tl.Fn("Div2", lambda x: x / 2) int64]': _TRUEDIV,
     'test_int_inputs[128:tl.Fn("Neg", lambda x: -x) uint8]': _TF_KERNELS,
     'test_int_inputs[134:tl.Fn("Max0", lambda x: jnp.maximum(x, 0.0)) int32]': _MAXIMUM,
     'test_int_inputs[137:tl.Fn("Arange", lambda x: x + jnp.arange(3)) int64]': _WEAK_INT,

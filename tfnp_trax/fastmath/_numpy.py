@@ -8,6 +8,7 @@ layer code executes, so every module reaches `jnp` through this file.
 
 import tensorflow as tf
 import tensorflow.experimental.numpy as _tnp
+from tensorflow.python.ops import math_ops as _math_ops  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.ops.numpy_ops import np_dtypes as _np_dtypes  # pylint: disable=g-direct-tensorflow-import
 
 from tfnp_trax.fastmath import dtypes as _dtypes
@@ -30,6 +31,12 @@ def _enable_once():
     # pylint: disable=protected-access
     _np_dtypes._result_type = _dtypes.lattice_result_type(
         _np_dtypes._result_type)
+    # True division of 32-bit integers gives float32, as in JAX, not
+    # float64: otherwise `jnp.arange(n, dtype=jnp.int32) / n` would carry
+    # float64 into float32 models. This too is global (tf.math.truediv);
+    # int64 and uint64 keep dividing in float64.
+    _math_ops._TRUEDIV_TABLE[tf.int32] = tf.float32
+    _math_ops._TRUEDIV_TABLE[tf.uint32] = tf.float32
     _ENABLED = True
 
 
