@@ -14,33 +14,18 @@ import inspect
 import numpy as np
 import pytest
 
+from tests.optimizers import _harness
 from tfnp_trax import fastmath
 from tfnp_trax import optimizers
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import base
 from tfnp_trax.optimizers import MomentumType
 
-_SHAPES = [(3, 4), (4,), (2, 3, 4)]
-
-
-def _problem(n_steps=3, seed=0):
-  rng = np.random.default_rng(seed)
-  weights = [rng.normal(size=s).astype(np.float32) for s in _SHAPES]
-  grads = [[rng.normal(size=s).astype(np.float32) for s in _SHAPES]
-           for _ in range(n_steps)]
-  return weights, grads
-
 
 def _tree(leaves):
   a2, a1, a3 = leaves
   # An empty tuple stands for a weightless layer, as in a Trax model.
   return ((jnp.asarray(a2), ()), [jnp.asarray(a1), jnp.asarray(a3)])
-
-
-def _leaves(tree):
-  (a2, empty), (a1, a3) = tree
-  assert empty == ()
-  return [a2, a1, a3]
 
 
 # -- NumPy float64 transcriptions of Trax's per-weight updates ----------------
@@ -224,7 +209,7 @@ _CASES = {
 def test_three_steps_match_trax_equations(name, mode):
   make, (ref_init, ref_update), max_norm = _CASES[name]
   opt = make()
-  weights, grads = _problem()
+  weights, grads = _harness.random_problem(n_steps=3)
   tree = _tree(weights)
   slots, opt_params = opt.tree_init(tree)
   update = opt.tree_update
@@ -244,7 +229,7 @@ def test_three_steps_match_trax_equations(name, mode):
     np.testing.assert_allclose(float(stats['gradients_l2']), g_norm,
                                rtol=1e-5)
     np.testing.assert_allclose(float(stats['weights_l2']), w_norm, rtol=1e-5)
-    for i, (got, want) in enumerate(zip(_leaves(tree), ref_w)):
+    for i, (got, want) in enumerate(zip(_harness.leaves_of(tree), ref_w)):
       assert got.dtype == np.float32
       np.testing.assert_allclose(got.numpy(), want, rtol=5e-5, atol=5e-6,
                                  err_msg=f'{name}: step {step}, leaf {i}')
@@ -267,7 +252,7 @@ _MAKERS = {'SGD': optimizers.SGD, 'Momentum': optimizers.Momentum,
 def test_slots_are_none_until_tree_init_then_the_returned_ones(name):
   opt = _MAKERS[name]()
   assert opt.slots is None
-  weights, _ = _problem(n_steps=0)
+  weights, _ = _harness.random_problem(n_steps=0)
   slots, opt_params = opt.tree_init(_tree(weights))
   assert isinstance(slots, tuple) and len(slots) == 3
   assert opt.slots is slots
@@ -277,7 +262,7 @@ def test_slots_are_none_until_tree_init_then_the_returned_ones(name):
 @pytest.mark.parametrize('name', sorted(_MAKERS))
 def test_store_slots(name):
   opt = _MAKERS[name]()
-  weights, grads = _problem(n_steps=2)
+  weights, grads = _harness.random_problem(n_steps=2)
   tree = _tree(weights)
   slots, params = opt.tree_init(tree)
   # store_slots=False: a pure function, the object keeps what it had.
@@ -405,7 +390,7 @@ _SLOT_OUTLINES = {
 
 @pytest.mark.parametrize('name', sorted(_MAKERS))
 def test_slot_structure_follows_trax(name):
-  weights, _ = _problem(n_steps=0)
+  weights, _ = _harness.random_problem(n_steps=0)
   slots, _ = _MAKERS[name]().tree_init(_tree(weights))
   assert _outline(slots) == _SLOT_OUTLINES[name]
 
@@ -441,7 +426,7 @@ def test_trax_module_paths_and_helpers():
 
 def test_tree_update_returns_weights_slots_and_norms():
   opt = optimizers.Momentum()
-  weights, grads = _problem(n_steps=1)
+  weights, grads = _harness.random_problem(n_steps=1)
   tree = _tree(weights)
   slots, params = opt.tree_init(tree)
   out = opt.tree_update(0, _tree(grads[0]), tree, slots, params)

@@ -185,6 +185,20 @@ def _lattice_node(arg):
   return dtype
 
 
+_JOINS = {}
+
+
+def _join(nodes):
+  """The least upper bound of a set of lattice types (memoised)."""
+  join = _JOINS.get(nodes)
+  if join is None:
+    common = frozenset.intersection(*(_UPPER[n] for n in nodes))
+    # The least upper bound is the one common bound below all the others.
+    join = next(c for c in common if common <= _UPPER[c])
+    _JOINS[nodes] = join
+  return join
+
+
 def result_type(*args):
   """The dtype JAX (x64 disabled) gives an operation on `args`.
 
@@ -210,10 +224,7 @@ def result_type(*args):
   """
   if not args:
     raise ValueError('result_type: at least one array or dtype is required.')
-  nodes = {_lattice_node(a) for a in args}
-  common = frozenset.intersection(*(_UPPER[n] for n in nodes))
-  # The least upper bound is the one common bound below all the others.
-  join = next(c for c in common if common <= _UPPER[c])
+  join = _join(frozenset(_lattice_node(a) for a in args))
   return canonicalize_dtype(_WEAK_DEFAULT.get(join, join))
 
 
@@ -264,19 +275,6 @@ def _numpy_mode_node(arg):
     except Exception:  # pylint: disable=broad-except
       return None
   return dtype if dtype in _UPPER else None
-
-
-_JOINS = {}
-
-
-def _join(nodes):
-  """The least upper bound of a set of lattice types (memoised)."""
-  join = _JOINS.get(nodes)
-  if join is None:
-    common = frozenset.intersection(*(_UPPER[n] for n in nodes))
-    join = next(c for c in common if common <= _UPPER[c])
-    _JOINS[nodes] = join
-  return join
 
 
 def lattice_result_type(numpy_result_type):
