@@ -1,5 +1,6 @@
 """Child processes for the launcher: prefixed output, whole-group kills."""
 
+import collections
 import os
 import signal
 import subprocess
@@ -11,6 +12,8 @@ __all__ = ['Child', 'describe_exit']
 # TensorFlow processes blocked inside the runtime can ignore SIGTERM, so a
 # stop escalates to SIGKILL after this grace period.
 _TERM_GRACE_S = 2.0
+# Lines of each worker's output kept for the launcher's failure message.
+TAIL_LINES = 20
 
 
 def describe_exit(code):
@@ -28,6 +31,7 @@ class Child:
   """One worker process in its own process group, output prefixed."""
 
   def __init__(self, command, env, prefix, stream, lock):
+    self._tail = collections.deque(maxlen=TAIL_LINES)
     self._proc = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL, start_new_session=True)
@@ -42,10 +46,15 @@ class Child:
   def _forward(self, prefix, stream, lock):
     for raw in iter(self._proc.stdout.readline, b''):
       line = raw.decode('utf-8', errors='replace').rstrip('\n')
+      self._tail.append(line)
       with lock:
         stream.write(f'{prefix}{line}\n')
         stream.flush()
     self._proc.stdout.close()
+
+  def tail(self):
+    """The last `TAIL_LINES` lines this worker printed."""
+    return list(self._tail)
 
   def poll(self):
     return self._proc.poll()

@@ -25,7 +25,16 @@ import numpy as onp
 import tensorflow as tf
 
 __all__ = ['canonicalize_dtype', 'canonicalize_array', 'result_type',
-           'promote_args']
+           'promote_args', 'LOW_PRECISION_FLOATS', 'is_low_precision']
+
+# Float dtypes that layers compute in float32 and optimizers update in
+# float32 (then round back), by name: TF NumPy has no `bfloat16` attribute.
+LOW_PRECISION_FLOATS = ('bfloat16', 'float16')
+
+
+def is_low_precision(dtype):
+  """Whether `dtype` (a dtype object or its name) is bfloat16 or float16."""
+  return getattr(dtype, 'name', str(dtype)) in LOW_PRECISION_FLOATS
 
 _BFLOAT16 = onp.dtype(tf.bfloat16.as_numpy_dtype)
 

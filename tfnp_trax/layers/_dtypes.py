@@ -1,17 +1,14 @@
 """Dtype helpers shared by layers that must return their input's dtype."""
 
 from tfnp_trax import fastmath
+from tfnp_trax.fastmath import dtypes
 from tfnp_trax.fastmath import numpy as jnp
 
 __all__ = ['BFLOAT16', 'is_low_precision', 'dtype_preserving']
 
 # By name: TensorFlow's NumPy module has no `bfloat16` attribute.
 BFLOAT16 = 'bfloat16'
-_LOW_PRECISION = ('bfloat16', 'float16')
-
-
-def is_low_precision(dtype):
-  return getattr(dtype, 'name', str(dtype)) in _LOW_PRECISION
+is_low_precision = dtypes.is_low_precision
 
 
 def dtype_preserving(f):

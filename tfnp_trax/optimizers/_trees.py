@@ -5,14 +5,12 @@ position, dicts by sorted key), so flat index `i` of the gradients, the
 weights and the slots always refer to the same weight.
 """
 
+from tfnp_trax.fastmath import dtypes
 from tfnp_trax.fastmath import numpy as jnp
 
 __all__ = ['leaf_paths', 'compute_dtype', 'to_compute', 'check_grads_match',
            'check_slots_match']
 
-# Weights stored in these dtypes are updated in float32 and cast back, so
-# small updates are not rounded away and slots keep full precision.
-_LOW_PRECISION = ('bfloat16', 'float16')
 
 
 def leaf_paths(tree, prefix=''):
@@ -27,9 +25,13 @@ def leaf_paths(tree, prefix=''):
 
 
 def compute_dtype(x):
-  """The dtype in which a weight of `x`'s dtype is updated."""
+  """The dtype in which a weight of `x`'s dtype is updated.
+
+  Low-precision weights are updated in float32 and cast back, so small
+  updates are not rounded away and slots keep full precision.
+  """
   dtype = jnp.asarray(x).dtype
-  return jnp.float32 if dtype.name in _LOW_PRECISION else dtype
+  return jnp.float32 if dtypes.is_low_precision(dtype) else dtype
 
 
 def to_compute(x, like=None):
