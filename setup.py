@@ -26,6 +26,12 @@ setup(
         'absl-py>=1.0',
         'tensorboard>=2.16',
         'scikit-learn>=1.0',
+        'gin-config>=0.5',
+        'tensorflow-datasets>=4.9',
+        # tensorflow-datasets imports it when writing a dataset, but declares
+        # it only for Python < 3.9.
+        'importlib_resources>=5',
+        'sentencepiece>=0.1.99',
     ],
     extras_require={
         'test': TEST,
