@@ -163,6 +163,45 @@ _add('Attention', lambda: tl.Attention(8, n_heads=2, mode='eval'),
 _add('AttentionQKV', lambda: tl.AttentionQKV(4, n_heads=2, mode='eval'),
      (_f(2, 3, 4), _f(2, 5, 4), _f(2, 5, 4), _b(2, 1, 1, 5)),
      covers=('PureAttention',))
+# Efficient attention (layers/research). The hashing draws its rotations
+# from the layer's rng, and eval mode has no dropout, so eager and XLA agree.
+_add('SelfAttention',
+     lambda: tl.SelfAttention(n_heads=2, d_qk=4, d_v=4, causal=True,
+                              chunk_len=2, mode='eval'),
+     _f(2, 4, 8), covers=('EfficientAttentionBase',), tolerance=1e-4)
+_add('LSHSelfAttention',
+     lambda: tl.LSHSelfAttention(n_heads=2, d_qk=4, d_v=4, causal=True,
+                                 chunk_len=2, n_buckets=2, n_hashes=2,
+                                 mode='eval'),
+     _f(2, 4, 8), tolerance=1e-4)
+_add('EncDecAttention',
+     lambda: tl.EncDecAttention(n_heads=2, d_qk=4, d_v=4, masked=False,
+                                mode='eval'),
+     (_f(2, 4, 8), _f(2, 6, 8)), tolerance=1e-4)
+_add('PureLSHSelfAttention',
+     lambda: tl.PureLSHSelfAttention(n_heads=2, causal=True, chunk_len=2,
+                                     n_buckets=2, mode='eval'),
+     (_f(4, 4, 4), _f(4, 4, 4)), tolerance=1e-4)
+_add('PureLSHSelfAttentionWrapper',
+     lambda: tl.PureLSHSelfAttentionWrapper(n_heads=2, d_qk=4, d_v=4,
+                                            causal=True, chunk_len=2,
+                                            n_buckets=2, mode='eval'),
+     _f(2, 4, 8), tolerance=1e-4)
+_add('MixedLSHSelfAttention',
+     lambda: tl.MixedLSHSelfAttention(n_heads=2, causal=True, chunk_len=2,
+                                      n_buckets=2, std_length=2, mode='eval'),
+     (_f(4, 4, 4), _f(4, 4, 4)), tolerance=1e-4)
+# Reversible layers: a RevNet block and the stack moves around it.
+_add('ReversibleSerial_ReversibleHalfResidual_ReversibleSwap',
+     lambda: tl.ReversibleSerial(
+         tl.ReversibleHalfResidual(tl.Dense(4)), tl.ReversibleSwap(),
+         tl.ReversibleHalfResidual(tl.Dense(4)), tl.ReversibleSwap()),
+     (_f(2, 4), _f(2, 4)), covers=('ReversibleLayer', 'ReversibleSelect'))
+_add('ReversibleConcatenatePair', tl.ReversibleConcatenatePair,
+     (_f(2, 3), _f(2, 3)))
+_add('ReversibleReshape',
+     lambda: tl.ReversibleReshape((2, 6), (2, 3, 2)), _f(2, 6))
+_add('ReversiblePrintShape', tl.ReversiblePrintShape, _f(2, 3))
 _add('DotProductAttention', lambda: tl.DotProductAttention(mode='eval'),
      (_f(2, 2, 3, 2), _f(2, 2, 5, 2), _f(2, 2, 5, 2), _b(2, 1, 1, 5)))
 _add('SplitIntoHeads_MergeHeads', lambda: tl.Serial(

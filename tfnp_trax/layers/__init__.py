@@ -120,6 +120,14 @@ from tfnp_trax.layers.normalization import LayerNorm
 from tfnp_trax.layers.pooling import AvgPool
 from tfnp_trax.layers.pooling import MaxPool
 from tfnp_trax.layers.pooling import SumPool
+from tfnp_trax.layers.reversible import ReversibleConcatenatePair
+from tfnp_trax.layers.reversible import ReversibleHalfResidual
+from tfnp_trax.layers.reversible import ReversibleLayer
+from tfnp_trax.layers.reversible import ReversiblePrintShape
+from tfnp_trax.layers.reversible import ReversibleReshape
+from tfnp_trax.layers.reversible import ReversibleSelect
+from tfnp_trax.layers.reversible import ReversibleSerial
+from tfnp_trax.layers.reversible import ReversibleSwap
 from tfnp_trax.layers.rnn import GRU
 from tfnp_trax.layers.rnn import GRUCell
 from tfnp_trax.layers.rnn import InnerSRUCell
@@ -154,6 +162,29 @@ from tfnp_trax.layers.sampling import logsoftmax_sample
 from tfnp_trax.layers.summaries import PrintShape
 from tfnp_trax.layers.summaries import SummaryImage
 from tfnp_trax.layers.summaries import SummaryScalar
+from tfnp_trax.layers.research.efficient_attention import EfficientAttentionBase
+from tfnp_trax.layers.research.efficient_attention import LSHSelfAttention
+from tfnp_trax.layers.research.efficient_attention import EncDecAttention
+from tfnp_trax.layers.research.efficient_attention import LSHFF
+from tfnp_trax.layers.research.efficient_attention import MixedLSHSelfAttention
+from tfnp_trax.layers.research.efficient_attention import PureLSHSelfAttention
+from tfnp_trax.layers.research.efficient_attention import PureLSHSelfAttentionWrapper
+from tfnp_trax.layers.research.efficient_attention import SelfAttention
+from tfnp_trax.layers.research.efficient_attention import apply_broadcasted_dropout
+from tfnp_trax.layers.research.efficient_attention import attend
+from tfnp_trax.layers.research.efficient_attention import hash_vecs
+from tfnp_trax.layers.research.efficient_attention import length_normalized
+from tfnp_trax.layers.research.efficient_attention import look_adjacent
+from tfnp_trax.layers.research.efficient_attention import mask_self_attention
+from tfnp_trax.layers.research.efficient_attention import permute_via_gather
+from tfnp_trax.layers.research.efficient_attention import permute_via_sort
+from tfnp_trax.layers.weight_files import N_WEIGHTS_SHARDS
+from tfnp_trax.layers.weight_files import flatten_weights_and_state
+from tfnp_trax.layers.weight_files import np_from_file
+from tfnp_trax.layers.weight_files import np_to_file
+from tfnp_trax.layers.weight_files import shard
+from tfnp_trax.layers.weight_files import unflatten_weights_and_state
+from tfnp_trax.layers.weight_files import unshard
 from tfnp_trax.layers import initializers
 
 __all__ = [
@@ -200,4 +231,15 @@ __all__ = [
     'AssertShape', 'assert_shape', 'multigaussian_loss',
     'ThresholdToBinary', 'logsoftmax_sample', 'PrintShape', 'SummaryImage',
     'SummaryScalar',
+    'N_WEIGHTS_SHARDS', 'flatten_weights_and_state', 'np_from_file',
+    'np_to_file', 'shard', 'unflatten_weights_and_state', 'unshard',
+    'ReversibleConcatenatePair', 'ReversibleHalfResidual', 'ReversibleLayer',
+    'ReversiblePrintShape', 'ReversibleReshape', 'ReversibleSelect',
+    'ReversibleSerial', 'ReversibleSwap',
+    'EfficientAttentionBase', 'EncDecAttention', 'LSHFF', 'LSHSelfAttention',
+    'MixedLSHSelfAttention', 'PureLSHSelfAttention',
+    'PureLSHSelfAttentionWrapper', 'SelfAttention',
+    'apply_broadcasted_dropout', 'attend', 'hash_vecs', 'length_normalized',
+    'look_adjacent', 'mask_self_attention', 'permute_via_gather',
+    'permute_via_sort',
 ]

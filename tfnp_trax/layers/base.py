@@ -10,8 +10,6 @@ for outputs and `n_out`.
 
 import inspect
 import random as _py_random
-import sys
-import traceback
 
 import numpy as onp
 
@@ -20,6 +18,7 @@ from tfnp_trax.fastmath import abstract
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.fastmath import random as frandom
 from tfnp_trax.fastmath import transforms
+from tfnp_trax.layers import _diagnostics as diag
 from tfnp_trax.layers import _inputs
 from tfnp_trax.layers import _per_call
 
@@ -66,33 +65,22 @@ class LayerError(Exception):
     super().__init__(msg)
 
 
-def _caller_location():
-  # The first frame outside tfnp_trax/layers and models is where the user
-  # built the layer.
-  # Walks raw frames: inspect.stack() reads source files for every frame,
-  # which made building each layer cost milliseconds under deep stacks.
-  frame = sys._getframe(2)  # pylint: disable=protected-access
-  while frame is not None:
-    path = frame.f_code.co_filename
-    if '/tfnp_trax/layers/' not in path and '/tfnp_trax/models/' not in path:
-      return f'{path}:{frame.f_lineno}'
-    frame = frame.f_back
-  return 'unknown'
-
-
-def _short_signature(x):
-  try:
-    return shapes.signature(x)
-  except Exception:  # pylint: disable=broad-except
-    return repr(x)
-
-
 class Layer:
   """Base class for layers.
 
   Subclasses override `forward` and, if they have weights or state,
   `init_weights_and_state`. Layers with sublayers pass them to the
   constructor's caller through `self._sublayers`.
+
+  Per-call values: while `pure_fn(x, weights, state, rng)` runs, every layer
+  in the tree reads the weights, state and rng of *that call* through
+  `self.weights`, `self.state` and `self.rng`. Those three attributes are
+  `_per_call.PerCallSlot`s: inside a call they live in a per-thread overlay,
+  so tf.distribute's replica threads (which run the same layer objects
+  concurrently) never see each other's values, and the overlay is dropped
+  when the outermost call returns. Outside a call they are ordinary
+  attributes. `init` is refused inside a call, since it would replace the
+  layer's own weights from within another computation.
   """
 
   _signature_cache = None  # (input_signature, output_signature) from init.
@@ -113,7 +101,7 @@ class Layer:
     self._rng_seed_int = _py_random.randint(0, 2**31 - 1)
     self._init_cached = False
     self._initialized = False
-    self._caller = _caller_location()
+    self._caller = diag.caller_location()
 
   def __repr__(self):
     # Trax's format: stack sizes only where they differ from 1, one
@@ -269,6 +257,13 @@ class Layer:
     Returns:
       `(weights, state)`.
     """
+    if _per_call.in_call():
+      raise LayerError(
+          self._name, 'init', self._caller, input_signature,
+          'init was called while a pure_fn call is running (inside another '
+          "layer's forward or a traced step). Initialize the model before "
+          'running it: call model.init(input_signature) first, then '
+          'model.pure_fn(...).')
     try:
       if self._init_cached and use_cache:
         return GET_WEIGHTS_FROM_CACHE, GET_STATE_FROM_CACHE
@@ -286,7 +281,7 @@ class Layer:
       raise e
     except Exception as e:  # pylint: disable=broad-except
       raise LayerError(self._name, 'init', self._caller, input_signature,
-                       _format(e)) from e
+                       diag.format_exception(e)) from e
 
   def _check_n_in(self, x):
     """Fails early when a multi-input layer gets fewer inputs than n_in."""
@@ -296,8 +291,9 @@ class Layer:
     if size < self._n_in:
       raise ValueError(
           f'{self._name}: expects {self._n_in} inputs (a tuple of '
-          f'{self._n_in} arrays) but got {size}: {_short_signature(x)}. Pass '
-          f'the inputs as a tuple, e.g. layer((x1, x2)).')
+          f'{self._n_in} arrays) but got {size}: '
+          f'{diag.short_signature(x)}. Pass the inputs as a tuple, e.g. '
+          f'layer((x1, x2)).')
 
   def _clear_init_cache(self):
     self._init_cached = False
@@ -308,6 +304,23 @@ class Layer:
   def initialized(self):
     """Whether `init` ran (or weights were set) on this layer."""
     return self._initialized
+
+  # -- Weight files (Trax 1.4's format; see weight_files.py) ----------------
+  def init_from_file(self, file_name, weights_only=False, input_signature=None):
+    """Loads weights (and state unless `weights_only`) from a Trax file."""
+    from tfnp_trax.layers import weight_files  # pylint: disable=g-import-not-at-top
+    return weight_files.init_from_file(self, file_name, weights_only,
+                                       input_signature)
+
+  def save_to_file(self, file_name, weights_only=False, input_signature=None):
+    """Saves weights (and state unless `weights_only`) as Trax 1.4 does."""
+    from tfnp_trax.layers import weight_files  # pylint: disable=g-import-not-at-top
+    weight_files.save_to_file(self, file_name, weights_only, input_signature)
+
+  def weights_and_state_signature(self, input_signature):
+    """`(weights, state)` as ShapeDtype trees, for `input_signature`."""
+    from tfnp_trax.layers import weight_files  # pylint: disable=g-import-not-at-top
+    return weight_files.weights_and_state_signature(self, input_signature)
 
   # -- Running -------------------------------------------------------------
   def __call__(self, x, weights=None, state=None, rng=None):
@@ -374,7 +387,8 @@ class Layer:
               'this layer was never initialized: call '
               'layer.init(shapes.signature(x)) first.')
       raise LayerError(self._name, 'pure_fn', self._caller,
-                       _short_signature(x), _format(e), hint) from e
+                       diag.short_signature(x), diag.format_exception(e),
+                       hint) from e
     self._rng = old_rng
     if not use_cache:
       self._set_weights_state_quietly(old_weights, old_state)
@@ -406,7 +420,8 @@ class Layer:
     zeros (small inputs) or traced.
     """
     cache = self._signature_cache
-    if cache is not None and _same_signature(cache[0], input_signature):
+    if cache is not None and diag.same_signature(cache[0],
+                                                 input_signature):
       return cache[1], None
     old_weights, old_state = self.weights, self.state
     try:
@@ -418,7 +433,7 @@ class Layer:
       raise
     except Exception as e:  # pylint: disable=broad-except
       raise LayerError(self._name, '_forward_abstract', self._caller,
-                       input_signature, _format(e)) from e
+                       input_signature, diag.format_exception(e)) from e
     finally:
       # Tracing leaves symbolic weights on the layer (use_cache=True keeps
       # them for shared sublayers); restore the concrete ones.
@@ -436,6 +451,11 @@ class Layer:
       return out, self.state
 
     def f_vjp(inputs, weights):
+      # `backward` alone defines the gradient, so the forward must not be
+      # recorded: an eager tape would otherwise keep every activation inside
+      # it alive (tf.custom_gradient does not stop recording in eager mode),
+      # defeating layers such as ReversibleSerial that backprop without them.
+      inputs, weights = transforms.stop_gradient((inputs, weights))
       output, new_state = run_forward(inputs, weights)
 
       def vjp_fn(ct):
@@ -450,13 +470,6 @@ class Layer:
     return output, new_state
 
 
-def _same_signature(a, b):
-  try:
-    return shapes.signature(a) == shapes.signature(b)
-  except Exception:  # pylint: disable=broad-except
-    return False
-
-
 def _map_keep_markers(f, tree):
   if is_cache_marker(tree):
     return tree
@@ -467,10 +480,6 @@ def _map_keep_markers(f, tree):
   if isinstance(tree, dict):
     return {k: _map_keep_markers(f, v) for k, v in tree.items()}
   return f(tree)
-
-
-def _format(e):
-  return ''.join(traceback.format_exception_only(type(e), e)).strip()
 
 
 class PureLayer(Layer):
@@ -518,21 +527,21 @@ def Fn(name, f, n_out=1):  # pylint: disable=invalid-name
   if with_default:
     raise ValueError(
         f'Fn {name}: function has default arguments (not allowed): '
-        f'{", ".join(with_default)} in {_describe(f)}. Fn passes '
+        f'{", ".join(with_default)} in {diag.describe(f)}. Fn passes '
         f'inputs positionally and counts every positional parameter as one '
         f'input, so a default arg cannot make a parameter optional; {fix}.')
   var_kw = [p.name for p in params if p.kind == p.VAR_KEYWORD]
   if var_kw:
     raise ValueError(
         f'Fn {name}: function has keyword arguments (not allowed): '
-        f'**{var_kw[0]} in {_describe(f)}. Inputs are passed '
+        f'**{var_kw[0]} in {diag.describe(f)}. Inputs are passed '
         f'positionally; {fix}.')
   var_pos = [p.name for p in params if p.kind == p.VAR_POSITIONAL]
   if var_pos:
     raise ValueError(
         f'Fn {name}: function has variable args (not allowed): '
-        f'*{var_pos[0]} in {_describe(f)}. The number of inputs must '
-        f'be fixed: give the function one positional parameter per input, '
+        f'*{var_pos[0]} in {diag.describe(f)}. The number of inputs '
+        f'must be fixed: give the function one positional parameter per input, '
         f'e.g. lambda x0, x1: ... for two inputs.')
   n_in = len(positional)
   if n_in == 1:
@@ -544,12 +553,6 @@ def Fn(name, f, n_out=1):  # pylint: disable=invalid-name
         raise ValueError(f'Fn {name}: expected {n_in} inputs, got {got}.')
       return f(*xs)
   return PureLayer(forward, n_in=n_in, n_out=n_out, name=name)
-
-
-def _describe(f):
-  """`f`'s name and signature, for error messages."""
-  label = getattr(f, '__name__', type(f).__name__)
-  return f'{label}{inspect.signature(f)}'
 
 
 def to_list(outputs):
@@ -568,3 +571,17 @@ def to_list(outputs):
   if isinstance(outputs, (list, tuple)):
     return [onp.asarray(y).tolist() for y in outputs]
   return onp.asarray(outputs).tolist()
+
+
+# Trax defines its weight-file helpers in trax.layers.base; ours live in
+# weight_files.py (which imports this module), so they resolve lazily here.
+_WEIGHT_FILE_NAMES = ('N_WEIGHTS_SHARDS', 'flatten_weights_and_state',
+                      'unflatten_weights_and_state', 'np_to_file',
+                      'np_from_file', 'shard', 'unshard')
+
+
+def __getattr__(name):
+  if name in _WEIGHT_FILE_NAMES:
+    from tfnp_trax.layers import weight_files  # pylint: disable=g-import-not-at-top
+    return getattr(weight_files, name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

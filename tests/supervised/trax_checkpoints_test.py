@@ -1,0 +1,158 @@
+"""Reading Trax Loop and Trainer checkpoints (recorded from Trax 1.4.1)."""
+
+import gzip
+import pathlib
+import pickle
+import shutil
+
+import numpy as np
+import pytest
+
+from tfnp_trax import fastmath
+from tfnp_trax import layers as tl
+from tfnp_trax import optimizers
+from tfnp_trax import shapes
+from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.layers import _safe_pickle
+from tfnp_trax.layers import weight_files
+from tfnp_trax.supervised import history as history_lib
+from tfnp_trax.supervised import trax_checkpoints as tc
+
+_DATA = pathlib.Path(__file__).resolve().parents[1] / 'testdata/trax_weights'
+_LOOP = _DATA / 'loop'
+_BF16 = np.dtype(jnp.bfloat16)
+
+
+@pytest.fixture(scope='module')
+def recorded():
+  with np.load(_DATA / 'outputs.npz') as f:
+    return dict(f)
+
+
+def _loop_model(mode):
+  # The model the fixture's Trax Loop trained (see make_fixtures.py).
+  return tl.Serial(tl.Dense(4), tl.BatchNorm(axis=(0,), mode=mode), tl.Relu(),
+                   tl.Dense(2, use_bfloat16=True))
+
+
+def test_reads_the_recorded_loop_checkpoint(recorded):
+  ckpt = tc.load_trax_checkpoint(str(_LOOP))
+  assert isinstance(ckpt, tc.TraxCheckpoint)
+  assert ckpt.step == int(recorded['loop_step']) == 4
+  assert ckpt.input_signature == (shapes.ShapeDtype((8, 3), np.float32),)
+  assert [(w.dtype, w.shape) for w in ckpt.flat_weights] == [
+      (np.float32, (3, 4)), (np.float32, (4,)), (np.float32, (4,)),
+      (np.float32, (4,)), (_BF16, (4, 2)), (_BF16, (2,))]
+  # BatchNorm state: running mean, running var, batch count (4 train steps;
+  # the eval model's copy was taken at the step-2 eval).
+  assert int(ckpt.flat_state[2]) == 4 and int(ckpt.flat_eval_state[2]) == 2
+  assert len(ckpt.slots_per_task) == 1
+  assert [s.dtype for s in ckpt.slots_per_task[0]] == [np.float32] * 8 + [
+      _BF16] * 4
+
+
+def test_history_maps_to_ours(recorded):
+  history = tc.load_trax_checkpoint(str(_LOOP / 'model.pkl.gz')).history
+  assert isinstance(history, history_lib.History)
+  want = {k[len('history/'):]: v for k, v in recorded.items()
+          if k.startswith('history/')}
+  got = {f'{mode}/{metric}': history.get(mode, metric)
+         for mode in history.modes
+         for metric in history.metrics_for_mode(mode)}
+  assert sorted(got) == sorted(want) and 'eval/metrics/L2Loss' in got
+  for key, pairs in got.items():
+    np.testing.assert_allclose(np.array(pairs, np.float64), want[key],
+                               rtol=1e-7)
+
+
+def test_eval_model_gives_trax_outputs(recorded):
+  ckpt = tc.load_trax_checkpoint(str(_LOOP))
+  model = _loop_model('eval')
+  weights, state = tc.weights_and_state_for(model, ckpt, eval_state=True)
+  model.weights, model.state = weights, state
+  np.testing.assert_allclose(np.asarray(model(recorded['loop_x'])),
+                             recorded['loop_eval_y'], rtol=1e-6, atol=1e-6)
+
+
+def test_slots_fit_our_adam():
+  ckpt = tc.load_trax_checkpoint(str(_LOOP))
+  model = _loop_model('train')
+  model.init(shapes.ShapeDtype((8, 3)))
+  slots, _ = optimizers.Adam(0.01).tree_init(model.weights)
+  ours = [x for x in fastmath.tree_flatten(slots) if x is not None]
+  assert [tuple(s.shape) for s in ours] == [
+      s.shape for s in ckpt.slots_per_task[0]]
+
+
+def test_misfit_model_is_named():
+  ckpt = tc.load_trax_checkpoint(str(_LOOP))
+  model = tl.Serial(tl.Dense(5), tl.BatchNorm(axis=(0,)), tl.Relu(),
+                    tl.Dense(2))
+  with pytest.raises(weight_files.WeightFileError,
+                     match=r'weights\[0\]\[0\] has shape \(3, 4\) in the file '
+                     r'but the model expects \(3, 5\)'):
+    tc.weights_and_state_for(model, ckpt)
+
+
+class History:
+  """Pickled and renamed to trax.supervised.history.History below."""
+
+  def __init__(self, values):
+    self._values = values
+
+
+def test_reads_an_old_trainer_checkpoint(tmp_path):
+  # trainer_lib.Trainer's layout: weights inline, a slot tree, the History
+  # object itself and opt_params.
+  w, b = np.ones((2, 3), np.float32), np.zeros(3, np.float32)
+  contents = {
+      'step': 7, 'flat_weights': [w, b],
+      'slots': (((w * 2, w * 3), (b, b)), (), None),
+      'opt_params': {'learning_rate': 0.1},
+      'history': History({'eval': {'metrics/loss': [(7, 0.5)]}}),
+      'flat_state': [], 'input_signature': None,
+      'version_timestamp': 'Jun-18-2020'}
+  data = pickle.dumps(contents, protocol=2)
+  data = data.replace(f'c{__name__}\nHistory\n'.encode(),
+                      b'ctrax.supervised.history\nHistory\n')
+  (tmp_path / 'model.pkl.gz').write_bytes(gzip.compress(data))
+  ckpt = tc.load_trax_checkpoint(str(tmp_path))
+  assert ckpt.step == 7 and ckpt.flat_state == ckpt.flat_eval_state == []
+  np.testing.assert_array_equal(ckpt.flat_weights[0], w)
+  assert len(ckpt.slots_per_task) == 1
+  np.testing.assert_array_equal(ckpt.slots_per_task[0][1], w * 3)
+  assert len(ckpt.slots_per_task[0]) == 4
+  assert ckpt.history.get('eval', 'metrics/loss') == [(7, 0.5)]
+
+
+def test_reads_every_task_slot_file(tmp_path):
+  for name in ('model.pkl.gz', 'model.weights.npy.gz',
+               'model.opt_slots0.npy.gz'):
+    shutil.copy(_LOOP / name, tmp_path / name)
+  tl.np_to_file([np.array([1.5], _BF16)],
+                str(tmp_path / 'model.opt_slots1.npy.gz'), compresslevel=2)
+  ckpt = tc.load_trax_checkpoint(str(tmp_path))
+  assert len(ckpt.slots_per_task) == 2
+  assert ckpt.slots_per_task[1][0].dtype == _BF16
+  assert float(ckpt.slots_per_task[1][0][0]) == 1.5
+
+
+def test_missing_and_unsafe_checkpoints(tmp_path):
+  with pytest.raises(FileNotFoundError,
+                     match=r'no Trax checkpoint at .*model\.pkl\.gz'):
+    tc.load_trax_checkpoint(str(tmp_path))
+  marker = tmp_path / 'pwned'
+  (tmp_path / 'model.pkl.gz').write_bytes(gzip.compress(
+      f'cos\nsystem\n(Vtouch {marker}\ntR.'.encode()))
+  with pytest.raises(_safe_pickle.UnsafePickleError, match=r'os\.system'):
+    tc.load_trax_checkpoint(str(tmp_path))
+  assert not marker.exists()
+
+
+def test_missing_weights_file_is_named(tmp_path):
+  shutil.copy(_LOOP / 'model.pkl.gz', tmp_path / 'model.pkl.gz')
+  with pytest.raises(FileNotFoundError,
+                     match=r'model\.pkl\.gz keeps its weights in a separate '
+                     r'file .* but .*model\.weights\.npy\.gz and '
+                     r'.*model\.pkl\.gz\.npy do not exist'):
+    tc.load_trax_checkpoint(str(tmp_path))

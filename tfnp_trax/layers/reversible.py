@@ -1,0 +1,216 @@
+"""Reversible layers: layers whose inputs can be recomputed from outputs.
+
+Backpropagation through a `ReversibleSerial` does not keep the activations
+between its sublayers: the backward pass rebuilds each sublayer's input from
+its output (`reverse`), layer by layer from the top, and backpropagates
+through one sublayer at a time (`reverse_and_grad`). Activation memory is
+then that of one sublayer, whatever the depth; the price is running each
+sublayer's forward pass a second time. See RevNets
+(https://arxiv.org/abs/1707.04585) and the Reformer
+(https://arxiv.org/abs/2001.04451).
+
+Example:
+  >>> block = ReversibleSerial(
+  ...     ReversibleHalfResidual(tl.Dense(4)), ReversibleSwap(),
+  ...     ReversibleHalfResidual(tl.Dense(4)), ReversibleSwap())
+  >>> block.n_in, block.n_out
+  (2, 2)
+"""
+
+from absl import logging
+
+from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.layers import _stack
+from tfnp_trax.layers import combinators as cb
+from tfnp_trax.layers._reversible_base import ReversibleLayer
+from tfnp_trax.layers._reversible_residual import ReversibleHalfResidual
+
+__all__ = ['ReversibleLayer', 'ReversibleConcatenatePair', 'ReversibleSelect',
+           'ReversibleSwap', 'ReversibleReshape', 'ReversiblePrintShape',
+           'ReversibleSerial', 'ReversibleHalfResidual']
+
+
+def _as_tuple(xs):
+  return tuple(xs) if isinstance(xs, (list, tuple)) else (xs,)
+
+
+def _single_or_tuple(xs):
+  return xs[0] if len(xs) == 1 else tuple(xs)
+
+
+class ReversibleConcatenatePair(ReversibleLayer):
+  """`(x, y) -> ([x, y], [x, y])`, concatenating on the last axis.
+
+  Reversing splits the first output back into two equal halves, so `x` and
+  `y` must have the same last dimension.
+  """
+
+  def __init__(self):
+    super().__init__(n_in=2, n_out=2)
+
+  def forward(self, inputs):
+    x, y = inputs
+    if x.shape[-1] != y.shape[-1]:
+      raise ValueError(
+          f'{self.name}: the two inputs must have the same last dimension to '
+          f'be split back apart in reverse, got {x.shape[-1]} and '
+          f'{y.shape[-1]} (shapes {tuple(x.shape)} and {tuple(y.shape)}).')
+    pair = jnp.concatenate((x, y), axis=-1)
+    return pair, pair
+
+  def reverse(self, output, weights=(), state=(), new_state=(), rng=None):
+    del weights, state, new_state, rng
+    pair = output[0]
+    if pair.shape[-1] % 2:
+      raise ValueError(
+          f'{self.name}: reverse splits the last dimension into two equal '
+          f'halves, but it is odd: {pair.shape[-1]} (shape '
+          f'{tuple(pair.shape)}). Its output must come from its forward '
+          f'pass, which concatenates two equal-sized inputs.')
+    x, y = jnp.split(pair, 2, axis=-1)
+    return x, y
+
+
+class ReversibleSelect(ReversibleLayer):
+  """Permutes the top `n_in` stack items; reversible since nothing is lost.
+
+  Unlike `Select`, every input must appear among `indices` exactly once,
+  so that `reverse` can put each item back.
+  """
+
+  def __init__(self, indices, n_in=None, name=None):
+    if name is None:
+      # Named from the indices as given: a tuple prints as (1,0), as in Trax.
+      name = f'ReversibleSelect{indices}'.replace(' ', '')
+    indices = list(indices)
+    if n_in is None:
+      n_in = max(indices) + 1
+    super().__init__(n_in=n_in, n_out=len(indices), name=name)
+    missing = [i for i in range(n_in) if i not in indices]
+    if missing:
+      raise ValueError(
+          f'{name}: to be reversible, every input index in range({n_in}) must '
+          f'appear in indices {indices}; missing {missing}. Use Select for a '
+          f'selection that drops items.')
+    self._indices = indices
+    # Where each input went: the position of its first copy.
+    self._reverse_indices = [indices.index(i) for i in range(n_in)]
+
+  def forward(self, inputs):
+    xs = _as_tuple(inputs) if self.n_in > 1 else (inputs,)
+    return _single_or_tuple([xs[i] for i in self._indices])
+
+  def reverse(self, output, weights=(), state=(), new_state=(), rng=None):
+    del weights, state, new_state, rng
+    ys = _as_tuple(output) if self.n_out > 1 else (output,)
+    return _single_or_tuple([ys[i] for i in self._reverse_indices])
+
+
+def ReversibleSwap():  # pylint: disable=invalid-name
+  """Swaps the two top stack items; a `ReversibleSelect` named as such."""
+  return ReversibleSelect([1, 0], name='ReversibleSwap')
+
+
+class ReversibleReshape(ReversibleLayer):
+  """Reshapes the leading axes of each input from `shape1` to `shape2`.
+
+  Trailing axes beyond `len(shape1)` are kept; `reverse` maps `shape2` back
+  to `shape1`. As in Trax, `n_in` inputs are each reshaped the same way.
+  """
+
+  def __init__(self, shape1, shape2, n_in=1):
+    self._shape1 = list(shape1)
+    self._shape2 = list(shape2)
+    super().__init__(n_in=n_in, n_out=n_in,
+                     name=f'ReversibleReshape_{shape1}_{shape2}')
+
+  def _reshape(self, xs, old, new):
+    xs = _as_tuple(xs) if self.n_in > 1 else (xs,)
+    return _single_or_tuple([
+        jnp.reshape(x, new + list(x.shape)[len(old):]) for x in xs])
+
+  def forward(self, inputs):
+    return self._reshape(inputs, self._shape1, self._shape2)
+
+  def reverse(self, output, weights=(), state=(), new_state=(), rng=None):
+    del weights, state, new_state, rng
+    return self._reshape(output, self._shape2, self._shape1)
+
+
+class ReversiblePrintShape(ReversibleLayer):
+  """Prints (and logs) the shapes and dtypes of `n_in` inputs; an identity.
+
+  For debugging reversible stacks; under `tf.function` it prints while
+  tracing, like `PrintShape`.
+  """
+
+  def __init__(self, n_in=1, msg=''):
+    super().__init__(n_in=n_in, n_out=n_in)
+    self._msg = msg
+
+  def forward(self, xs):
+    # One input is a bare tensor: show its shape, not one line per row.
+    tensors = _as_tuple(xs) if self.n_in > 1 else (xs,)
+    texts = ', '.join(
+        f'{tuple(x.shape)}[{getattr(x.dtype, "name", x.dtype)}]'
+        for x in tensors)
+    info = f'PrintShape: {self._msg}: [{texts}]'
+    print(info)
+    logging.info(info)
+    return xs
+
+  def reverse(self, output, weights=(), state=(), new_state=(), rng=None):
+    del weights, state, new_state, rng
+    return output
+
+
+class ReversibleSerial(ReversibleLayer, cb.Serial):
+  """`Serial` of reversible sublayers, backpropagated without activations.
+
+  Its gradient comes from `reverse_and_grad`, which walks the sublayers from
+  the last to the first, rebuilding each one's input from its output.
+  """
+
+  def __init__(self, *layers):
+    super().__init__(*layers)
+    for i, layer in enumerate(self.sublayers):
+      if not isinstance(layer, ReversibleLayer):
+        raise ValueError(
+            f'ReversibleSerial: sub-layer {i} ({layer.name}) is not '
+            f'reversible: {layer}. Every sub-layer must be a ReversibleLayer '
+            f'(e.g. ReversibleHalfResidual, ReversibleSwap, '
+            f'ReversibleSelect); put other layers before or after the '
+            f'ReversibleSerial.')
+
+  def _rngs(self, rng):
+    # The same per-sublayer keys as Serial.forward gives them.
+    if rng is None:
+      return [None] * len(self.sublayers)
+    return cb._split_rngs(rng, len(self.sublayers))  # pylint: disable=protected-access
+
+  def reverse(self, output, weights=(), state=(), new_state=(), rng=None):
+    stack = output
+    for layer, w, s, ns, r in reversed(list(zip(
+        self.sublayers, weights, state, new_state, self._rngs(rng)))):
+      layer_out = _stack.inputs_from_stack(stack, layer.n_out, layer.name)
+      layer_in = layer.reverse(layer_out, w, s, ns, rng=r)
+      stack = _stack.outputs_onto_stack(layer_in, stack, layer.n_out,
+                                        layer.n_in)
+    return stack
+
+  def reverse_and_grad(self, output, grad, weights=(), state=(), new_state=(),
+                       rng=None):
+    stack, stack_grad = output, grad
+    weights_grad = []
+    for layer, w, s, ns, r in reversed(list(zip(
+        self.sublayers, weights, state, new_state, self._rngs(rng)))):
+      layer_out = _stack.inputs_from_stack(stack, layer.n_out, layer.name)
+      layer_ct = _stack.inputs_from_stack(stack_grad, layer.n_out, layer.name)
+      layer_in, (in_ct, w_ct) = layer.reverse_and_grad(
+          layer_out, layer_ct, w, s, ns, rng=r)
+      weights_grad.insert(0, w_ct)
+      stack = _stack.outputs_onto_stack(layer_in, stack, layer.n_out,
+                                        layer.n_in)
+      stack_grad = _stack.outputs_onto_stack(in_ct, stack_grad, layer.n_out,
+                                             layer.n_in)
+    return stack, (stack_grad, tuple(weights_grad))

@@ -1,0 +1,522 @@
+"""Trax's weight files: flat weight lists, `.npy.gz` streams, pickled dicts.
+
+Trax 1.4 saves a layer as a gzipped pickle of a dict,
+`{'flat_weights': [...], 'flat_state': [...], 'input_signature': sig}`, the
+lists holding the weight and state leaves in `tree_flatten` order. Newer
+checkpoints (those `training.Loop` writes) store the weights apart, in
+`<name>.weights.npy.gz` beside `<name>.pkl.gz`, as a gzipped stream of `.npy`
+arrays, and put the gzip compress level in `flat_weights` instead. In those
+streams bfloat16 arrays are stored as their raw uint16 bits.
+
+`shard`/`unshard` split weights across devices and join them back, as
+Trax's Loop does before writing a checkpoint of sharded weights.
+
+Files are read with the restricted unpickler of `_safe_pickle`, so a file
+that asks to run code is refused before any of it runs, and everything is
+read and checked against the layer before any weight is assigned.
+Paths are local paths (Trax's `tf.io.gfile` URLs such as gs:// are not read
+here: layers do not import TensorFlow).
+"""
+
+import gzip as gzip_lib
+import os
+import zlib
+
+import numpy as onp
+
+from tfnp_trax import fastmath
+from tfnp_trax import shapes
+from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.fastmath import trees
+from tfnp_trax.layers import _safe_pickle
+from tfnp_trax.layers import base
+
+__all__ = ['WeightFileError', 'flatten_weights_and_state',
+           'unflatten_weights_and_state', 'np_to_file', 'np_from_file',
+           'to_bits', 'from_bits', 'pickle_to_file', 'unpickle_from_file',
+           'read_weights_file',
+           'weights_and_state_signature', 'save_to_file', 'init_from_file',
+           'N_WEIGHTS_SHARDS', 'shard', 'unshard']
+
+# How many shards Trax splits each weight into across devices (Trax's
+# default; Loop unshards weights before writing a checkpoint).
+N_WEIGHTS_SHARDS = 1
+
+_BFLOAT16 = onp.dtype(jnp.bfloat16)
+_READ_ERRORS = (EOFError, OSError, zlib.error, ValueError,
+                gzip_lib.BadGzipFile)
+
+
+class WeightFileError(ValueError):
+  """A weight file is unreadable or does not fit the layer loading it."""
+
+
+def flatten_weights_and_state(weights, state):
+  """Lists the leaves of `weights` and `state`, as Trax stores them.
+
+  Example:
+    >>> flatten_weights_and_state(((1, 2), (), (3,)), ((), (4,)))
+    ([1, 2, 3], [4])
+
+  Args:
+    weights: a layer's weight tree.
+    state: a layer's state tree.
+
+  Returns:
+    `(flat_weights, flat_state)`: the leaves in `tree_flatten` order, empty
+    weights and cache markers left out (they hold no values).
+  """
+  def leaves(tree, markers):
+    return [x for x in trees.tree_flatten(tree)
+            if not any(x is m for m in markers)]
+  return (leaves(weights, (base.EMPTY_WEIGHTS,)),
+          leaves(state, (base.EMPTY_STATE,)))
+
+
+def unflatten_weights_and_state(flat_weights, flat_state,
+                                weights_and_state_signature,
+                                weights_only=False):
+  """Rebuilds weight and state trees from flat lists and their signatures.
+
+  Each leaf's shape is checked against the signature when both have one.
+
+  Args:
+    flat_weights: weight leaves, as `flatten_weights_and_state` lists them.
+    flat_state: state leaves, likewise (ignored if `weights_only`).
+    weights_and_state_signature: `(weights_tree, state_tree)`, for example
+      from `Layer.weights_and_state_signature`, whose leaves are ShapeDtypes
+      (or arrays) and whose empty entries and cache markers are kept.
+    weights_only: if True, only the weights are rebuilt and state is None.
+
+  Returns:
+    `(weights, state)`.
+
+  Raises:
+    WeightFileError: if a leaf's shape differs from its signature's, or
+      there are too few or too many leaves; the message names the first such
+      leaf by its path in the tree.
+  """
+  weights_tree, state_tree = weights_and_state_signature
+  weights = _fill_tree(flat_weights, weights_tree, 'weights')
+  state = None
+  if not weights_only:
+    state = _fill_tree(flat_state, state_tree, 'state')
+  return weights, state
+
+
+def _fill_tree(flat, tree, kind, describe=None, source=''):
+  """`tree` with its leaves replaced, in order, by `flat`'s; shapes checked."""
+  flat = list(flat)
+  where = f'{source}: ' if source else ''
+  describe = describe or (lambda path: '')
+  position = [0]
+
+  def fill(sig, path):
+    if base.is_cache_marker(sig) or (isinstance(sig, tuple) and not sig):
+      return sig
+    if isinstance(sig, tuple) and hasattr(sig, '_fields'):
+      return type(sig)(*[fill(s, path + (i,)) for i, s in enumerate(sig)])
+    if isinstance(sig, (list, tuple)):
+      return type(sig)(fill(s, path + (i,)) for i, s in enumerate(sig))
+    if isinstance(sig, dict):
+      filled = {k: fill(sig[k], path + (k,)) for k in sorted(sig)}
+      return {k: filled[k] for k in sig}
+    name = _path_name(kind, path) + describe(path)
+    if position[0] >= len(flat):
+      raise WeightFileError(
+          f'{where}the file has {len(flat)} {kind} leaves but the model '
+          f'needs more; the first missing one is {name} of shape '
+          f'{_shape(sig)}. The file was saved from a different model.')
+    value = flat[position[0]]
+    position[0] += 1
+    want, got = _shape(sig), _shape(value)
+    if want is not None and got is not None and want != got:
+      raise WeightFileError(
+          f'{where}{name} has shape {got} in the file but the model expects '
+          f'{want}. The file was saved from a different model (or with a '
+          f'different input signature).')
+    return _as_model_dtype(value, sig)
+
+  result = fill(tree, ())
+  if position[0] != len(flat):
+    extra = flat[position[0]]
+    raise WeightFileError(
+        f'{where}the file has {len(flat)} {kind} leaves but the model only '
+        f'{position[0]}; the first extra one has shape {_shape(extra)}. The '
+        f'file was saved from a different (larger) model.')
+  return result
+
+
+def _path_name(kind, path):
+  return kind + ''.join(f'[{p!r}]' for p in path)
+
+
+def _shape(x):
+  shape = getattr(x, 'shape', None)
+  return None if shape is None else tuple(shape)
+
+
+def _as_model_dtype(value, sig):
+  """Undoes Trax's storage conventions where the model says how."""
+  want = getattr(sig, 'dtype', None)
+  if want is None or not isinstance(value, onp.ndarray):
+    return value
+  try:
+    want = onp.dtype(_numpy_dtype(want))
+  except TypeError:
+    return value
+  if value.dtype == onp.uint16 and want == _BFLOAT16:
+    return value.view(_BFLOAT16)  # Trax's Loop stores bfloat16 as bits.
+  # Trax runs JAX with 64-bit types off, so its integer state (counters)
+  # is int32 where ours may be int64; the model's integer type is kept.
+  if value.dtype.kind in 'iu' and want.kind in 'iu' and value.dtype != want:
+    return value.astype(want)
+  return value
+
+
+def _numpy_dtype(dtype):
+  if hasattr(dtype, 'as_numpy_dtype'):  # A tf.DType.
+    return dtype.as_numpy_dtype
+  return dtype
+
+
+def to_bits(arrays):
+  """bfloat16 arrays as their uint16 bits, others unchanged (Trax's Loop).
+
+  `.npy` files cannot describe bfloat16, so Trax stores its bits instead.
+  """
+  out = []
+  for x in arrays:
+    x = _to_numpy(x)
+    out.append(x.view(onp.uint16) if x.dtype == _BFLOAT16 else x)
+  return out
+
+
+def from_bits(arrays):
+  """uint16 arrays read back as bfloat16, as Trax's Loop does.
+
+  Trax treats every uint16 array in a checkpoint as bfloat16 bits.
+  """
+  return [x.view(_BFLOAT16) if getattr(x, 'dtype', None) == onp.uint16
+          else x for x in arrays]
+
+
+def _to_numpy(x):
+  return x if isinstance(x, onp.ndarray) else onp.asarray(x)
+
+
+def _replace_atomically(file_path, write):
+  # Written beside the target and renamed over it, so a crash mid-write
+  # never leaves a half-written file under the final name.
+  tmp_path = file_path + '._tmp_'
+  with open(tmp_path, 'wb') as f:
+    write(f)
+  os.replace(tmp_path, file_path)
+
+
+def np_to_file(list_of_nparrays, file_path, compresslevel):
+  """Writes arrays to `file_path` as a gzipped stream of `.npy` records.
+
+  bfloat16 arrays are written as their uint16 bits (see `to_bits`), which
+  is what Trax's Loop writes; `np_from_file` returns them as uint16.
+
+  Args:
+    list_of_nparrays: arrays (NumPy or tensors).
+    file_path: the file to write (replaced atomically).
+    compresslevel: the gzip level, 0 to 9.
+  """
+  def write(f):
+    with gzip_lib.GzipFile(fileobj=f, mode='wb',
+                       compresslevel=compresslevel) as gzipf:
+      for x in to_bits(list_of_nparrays):
+        onp.save(gzipf, x, allow_pickle=False)
+  _replace_atomically(file_path, write)
+
+
+def np_from_file(file_path, compresslevel):
+  """Reads every array of a file `np_to_file` wrote, in order.
+
+  Unlike Trax's version, which stops quietly at the first unreadable
+  record, a truncated or corrupt file is an error here, so a damaged
+  checkpoint cannot load as a model with its last weights missing.
+
+  Args:
+    file_path: the `.npy.gz` file.
+    compresslevel: unused when reading (gzip records it); kept for Trax's
+      signature.
+
+  Returns:
+    A list of NumPy arrays (bfloat16 ones as uint16 bits).
+
+  Raises:
+    FileNotFoundError: if the file does not exist.
+    WeightFileError: if it is not gzip, is truncated, or holds a record
+      that is not a plain `.npy` array.
+  """
+  del compresslevel
+  if not os.path.exists(file_path):
+    raise FileNotFoundError(file_path)
+  arrays = []
+  try:
+    with gzip_lib.open(file_path, 'rb') as gzipf:
+      while gzipf.peek(1):
+        arrays.append(onp.load(gzipf, allow_pickle=False))
+  except _READ_ERRORS as e:
+    raise WeightFileError(
+        f'{file_path}: cannot read array {len(arrays)} of this .npy.gz '
+        f'weight file ({type(e).__name__}: {e}). The file is truncated, '
+        f'corrupt or not one np_to_file wrote; re-copy or re-save it.'
+    ) from e
+  return arrays
+
+
+def pickle_to_file(obj, file_path, gzip=False):
+  """Pickles `obj` to `file_path` (gzipped if asked) as Trax does."""
+
+  def write(f):
+    if not gzip:
+      _safe_pickle.dump(obj, f)
+      return
+    with gzip_lib.GzipFile(fileobj=f, mode='wb', compresslevel=2) as gzipf:
+      _safe_pickle.dump(obj, gzipf)
+  _replace_atomically(file_path, write)
+
+
+def unpickle_from_file(file_path, gzip=False):
+  """Unpickles `file_path` with the restricted unpickler (see _safe_pickle).
+
+  Args:
+    file_path: the pickle file.
+    gzip: whether it is gzipped.
+
+  Returns:
+    The object, Trax's ShapeDtype and History records converted to ours.
+
+  Raises:
+    FileNotFoundError: if the file does not exist.
+    _safe_pickle.UnsafePickleError: if the file names anything besides
+      arrays, containers and Trax records.
+    WeightFileError: if the file is truncated or not gzip/pickle data.
+  """
+  if not os.path.exists(file_path):
+    raise FileNotFoundError(file_path)
+  try:
+    with open(file_path, 'rb') as f:
+      if not gzip:
+        return _safe_pickle.load(f, file_path)
+      with gzip_lib.GzipFile(fileobj=f, mode='rb') as gzipf:
+        return _safe_pickle.load(gzipf, file_path)
+  except _safe_pickle.UnsafePickleError:
+    raise
+  except (*_READ_ERRORS, _safe_pickle.pickle.UnpicklingError) as e:
+    kind = 'gzipped pickle' if gzip else 'pickle'
+    raise WeightFileError(
+        f'{file_path}: cannot read this {kind} ({type(e).__name__}: {e}). '
+        f'The file is truncated, corrupt or not a Trax weight file.') from e
+
+
+def weights_and_state_signature(layer, input_signature):
+  """ShapeDtype trees of the weights and state `layer` has for its input.
+
+  The layer is initialized on `input_signature` and then given back its
+  weights, state and rng, as Trax does; only the signatures are kept.
+  """
+  weights, state, rng = layer.weights, layer.state, layer.rng
+  initialized = layer.initialized
+  try:
+    new_weights, new_state = layer.init(input_signature)
+  finally:
+    layer.rng = rng
+    layer._set_weights_state_quietly(weights, state)  # pylint: disable=protected-access
+    layer._initialized = initialized  # pylint: disable=protected-access
+  return _signature_tree(new_weights), _signature_tree(new_state)
+
+
+def _signature_tree(tree):
+  def sig(x):
+    if base.is_cache_marker(x) or getattr(x, 'shape', None) is None:
+      return x
+    return shapes.ShapeDtype(tuple(x.shape), x.dtype)
+  if base.is_cache_marker(tree):
+    return tree
+  return trees.nested_map(sig, tree)
+
+
+def save_to_file(layer, file_name, weights_only=False, input_signature=None):
+  """Writes `layer`'s weights (and state) as Trax 1.4's `save_to_file` does.
+
+  See `Layer.save_to_file`.
+  """
+  flat_weights, flat_state = flatten_weights_and_state(layer.weights,
+                                                        layer.state)
+  contents = {'flat_weights': [_leaf_to_numpy(w) for w in flat_weights]}
+  if not weights_only:
+    contents['flat_state'] = [_leaf_to_numpy(s) for s in flat_state]
+  if input_signature is not None:
+    contents['input_signature'] = input_signature
+  pickle_to_file(contents, file_name, gzip=True)
+
+
+def _leaf_to_numpy(x):
+  return x if x is None or isinstance(x, (int, float)) else _to_numpy(x)
+
+
+def _weights_path(file_name):
+  """Where Trax's newer layout keeps the weights of `file_name`."""
+  candidates = [file_name + '.npy']  # Trax's older name for it.
+  if file_name.endswith('.pkl.gz'):
+    candidates.insert(0, file_name[:-len('pkl.gz')] + 'weights.npy.gz')
+  for path in candidates:
+    if os.path.exists(path):
+      return path
+  raise FileNotFoundError(
+      f'{file_name} keeps its weights in a separate file (its flat_weights '
+      f'is a gzip level), but {" and ".join(candidates)} do not exist; copy '
+      f'the whole checkpoint, not only the .pkl.gz.')
+
+
+def read_weights_file(file_name):
+  """The dict of a Trax weight file, with separately stored weights read in.
+
+  Args:
+    file_name: a `.pkl.gz` file from `save_to_file` or a Trax Loop.
+
+  Returns:
+    The unpickled dict; `flat_weights` is a list of arrays (uint16 bits
+    where Trax stored bfloat16) in both layouts.
+
+  Raises:
+    WeightFileError: unreadable file, or not a Trax weight dict.
+  """
+  contents = unpickle_from_file(file_name, gzip=True)
+  if not isinstance(contents, dict) or 'flat_weights' not in contents:
+    found = (sorted(contents) if isinstance(contents, dict) else
+             type(contents).__name__)
+    raise WeightFileError(
+        f'{file_name}: expected a dict with \'flat_weights\' (a Trax weight '
+        f'file), found {found}.')
+  if isinstance(contents['flat_weights'], int):
+    contents['flat_weights'] = np_from_file(
+        _weights_path(file_name), compresslevel=contents['flat_weights'])
+  return contents
+
+
+def init_from_file(layer, file_name, weights_only=False,
+                   input_signature=None):
+  """Sets `layer`'s weights (and state) from a Trax weight file.
+
+  See `Layer.init_from_file`. Nothing on the layer changes unless the whole
+  file reads and fits.
+  """
+  contents = read_weights_file(file_name)
+  if input_signature is None:
+    input_signature = contents.get('input_signature')
+  if not weights_only and 'flat_state' not in contents:
+    raise WeightFileError(
+        f'{file_name}: the file has no \'flat_state\' (it was saved with '
+        f'weights_only=True); load it with init_from_file(..., '
+        f'weights_only=True).')
+  if input_signature is not None:
+    weights_sig, state_sig = weights_and_state_signature(layer,
+                                                         input_signature)
+  elif layer.initialized:
+    weights_sig, state_sig = layer.weights, layer.state
+  else:
+    raise WeightFileError(
+        f'{file_name}: the file has no input_signature and {layer.name} is '
+        f'not initialized; pass init_from_file(..., input_signature=...) or '
+        f'call layer.init(...) first.')
+  describe = lambda path: _describe(layer, path)  # pylint: disable=unnecessary-lambda-assignment
+  weights = _fill_tree(contents['flat_weights'], weights_sig, 'weights',
+                       describe, file_name)
+  if weights_only:
+    if input_signature is not None:
+      layer.init(input_signature)  # Fresh state, as in Trax.
+  else:
+    layer.state = _fill_tree(contents['flat_state'], state_sig, 'state',
+                             describe, file_name)
+  layer.weights = weights
+  return layer.weights, layer.state
+
+
+def _describe(layer, path):
+  """' (in Serial/1:Dense_3)': the sublayer a tree path leads into."""
+  names = [layer.name]
+  for index in path:
+    if not isinstance(index, int) or index >= len(layer.sublayers):
+      break
+    layer = layer.sublayers[index]
+    names.append(f'{index}:{layer.name}')
+  return f' (in {"/".join(names)})'
+
+
+def _shard_axis(shape):
+  # Trax's heuristic: the first axis of vectors and matrices, the last one
+  # of higher-rank weights.
+  return 0 if len(shape) < 3 else -1
+
+
+def shard(tensors, n_shards=None):
+  """Splits each array into `n_shards` pieces, one per local device.
+
+  Device `i` gets piece `i % n_shards`; the pieces are stacked on a new
+  leading axis of size `fastmath.local_device_count()`, as Trax lays out
+  sharded weights.
+
+  Example:
+    >>> shard(onp.arange(4.), n_shards=2).shape[1:]
+    (2,)
+
+  Args:
+    tensors: an array or a tree of arrays.
+    n_shards: the number of pieces (`N_WEIGHTS_SHARDS` by default).
+
+  Returns:
+    NumPy arrays of shape `(n_devices,) + piece_shape`, in the same tree.
+
+  Raises:
+    ValueError: if an array's size on the split axis is not divisible.
+  """
+  n_shards = N_WEIGHTS_SHARDS if n_shards is None else n_shards
+  n_devices = fastmath.local_device_count()
+
+  def shard_one(x):
+    x = _to_numpy(x)
+    axis = _shard_axis(x.shape)
+    if x.shape[axis] % n_shards:
+      raise ValueError(
+          f'shard: cannot split an array of shape {x.shape} into {n_shards} '
+          f'equal pieces along axis {axis}.')
+    pieces = onp.split(x, n_shards, axis=axis)
+    return onp.stack([pieces[i % n_shards] for i in range(n_devices)])
+  return fastmath.nested_map(shard_one, tensors)
+
+
+def unshard(tensors, n_shards=None):
+  """Joins arrays `shard` split: the inverse for `n_shards` devices.
+
+  Example:
+    >>> unshard(onp.array([[0., 1.], [2., 3.]]), n_shards=2)
+    array([0., 1., 2., 3.])
+
+  Args:
+    tensors: arrays (or a tree) whose leading axis holds `n_shards` pieces.
+    n_shards: the number of pieces (`N_WEIGHTS_SHARDS` by default).
+
+  Returns:
+    The whole arrays, as NumPy arrays (on the host, as Trax keeps them).
+
+  Raises:
+    ValueError: if an array's leading axis is not `n_shards` long.
+  """
+  n_shards = N_WEIGHTS_SHARDS if n_shards is None else n_shards
+
+  def unshard_one(x):
+    x = _to_numpy(x)
+    if not x.ndim or x.shape[0] != n_shards:
+      raise ValueError(
+          f'unshard: expected a leading axis of {n_shards} shards, got an '
+          f'array of shape {x.shape}.')
+    pieces = list(x)
+    return onp.concatenate(pieces, axis=_shard_axis(pieces[0].shape))
+  return fastmath.nested_map(unshard_one, tensors)
