@@ -115,16 +115,20 @@ loop.run(n_steps)
 # %% [markdown]
 # ## Loss curves from `loop.history`
 #
-# `history.get(mode, metric)` returns `(step, value)` pairs.
+# `history.get(mode, metric)` returns `(step, value)` pairs, under Trax's
+# metric names: `metrics/<name>` for the loss and each eval metric. Train
+# values are averaged over the steps between two evaluations.
 
 # %% tags=["plot"]
-train_steps, train_loss = zip(*loop.history.get('train', 'loss'))
+train_steps, train_loss = zip(
+    *loop.history.get('train', 'metrics/WeightedCategoryCrossEntropy'))
 eval_steps, eval_loss = zip(
-    *loop.history.get('eval', 'WeightedCategoryCrossEntropy'))
-_, eval_accuracy = zip(*loop.history.get('eval', 'WeightedCategoryAccuracy'))
+    *loop.history.get('eval', 'metrics/WeightedCategoryCrossEntropy'))
+_, eval_accuracy = zip(
+    *loop.history.get('eval', 'metrics/WeightedCategoryAccuracy'))
 
 fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.5))
-ax_loss.plot(train_steps, train_loss, label='train')
+ax_loss.plot(train_steps, train_loss, 'o-', label='train')
 ax_loss.plot(eval_steps, eval_loss, 'o-', label='eval')
 ax_loss.set(xlabel='step', ylabel='cross-entropy', title='Loss')
 ax_loss.legend()

@@ -5,7 +5,10 @@ import re
 import subprocess
 import sys
 
+import tensorflow as tf
+
 from tests import _subprocess
+from tfnp_trax import data
 
 
 def _train(*flags, timeout=300):
@@ -16,24 +19,28 @@ def _train(*flags, timeout=300):
                         check=False)
 
 
-def test_digits_mlp_reaches_95_percent(tmp_path):
+# Test accuracy of `--task digits --model mlp` (359 test digits) over
+# --seed 0-4: 0.983, 0.972, 0.964, 0.978, 0.981. The threshold is the worst
+# seed less about the spread over seeds (0.02), which leaves room for other
+# CPUs' rounding; an MLP that does not learn scores about 0.1.
+_DIGITS_MIN_ACCURACY = 0.94
+
+
+def test_digits_mlp_learns_and_exports(tmp_path):
   out = _train('--task', 'digits', '--model', 'mlp', '--output_dir',
                str(tmp_path / 'run'), '--export', str(tmp_path / 'model'))
   assert out.returncode == 0, out.stderr[-3000:]
   accuracy = float(re.search(r'Eval: accuracy ([0-9.]+)', out.stdout)[1])
-  assert accuracy >= 0.95, out.stdout[-2000:]
+  assert accuracy >= _DIGITS_MIN_ACCURACY, out.stdout[-2000:]
   assert os.path.isdir(tmp_path / 'run' / 'checkpoints' / 'ckpt-600')
   # The exported model predicts like the trained one on the test digits.
-  check = _subprocess.run_python(f'''
-      import numpy as np, tensorflow as tf
-      from tfnp_trax import data
-      _, (x, y) = data.load_digits_split(seed=0)
-      serve = tf.saved_model.load({str(tmp_path / 'model')!r}).signatures[
-          'serving_default']
-      logits = list(serve(tf.constant(x)).values())[0].numpy()
-      print('ACC', (logits.argmax(-1) == y).mean())
-      ''')
-  exported = float(check.split('ACC')[-1])
+  # Loaded here, not in a third interpreter: the SavedModel needs no
+  # tfnp_trax code, and this process has TensorFlow imported already.
+  _, (x, y) = data.load_digits_split(seed=0)
+  serve = tf.saved_model.load(str(tmp_path / 'model')).signatures[
+      'serving_default']
+  logits = list(serve(tf.constant(x)).values())[0].numpy()
+  exported = (logits.argmax(-1) == y).mean()
   assert abs(exported - accuracy) < 5e-5  # The CLI prints 4 decimals.
 
 
@@ -76,3 +83,32 @@ def test_help_lists_the_flags():
                '--strategy', '--eval_every', '--checkpoint_every',
                '--[no]resume', '--export'):
     assert flag in out.stdout
+
+
+_GRU_COPY = os.path.join(_subprocess.REPO, 'tests', 'testdata',
+                         'trax_configs', 'gru_copy.gin')
+
+
+def test_config_file_runs_the_gin_trainer(tmp_path):
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  import gin  # pylint: disable=g-import-not-at-top
+  flags = ['--config_file', _GRU_COPY, '--output_dir', str(tmp_path)]
+  for binding in ('train.steps = 2', 'train.eval_frequency = 2',
+                  'train.eval_steps = 1', 'RNNLM.d_model = 8',
+                  'sequence_copy_inputs.batch_size = 4'):
+    flags += ['--config', binding]
+  try:
+    assert train.main(['tfnp-trax train', *flags]) == 0
+  finally:
+    gin.clear_config()
+  assert os.path.isdir(tmp_path / 'checkpoints' / 'ckpt-2')
+  assert os.path.isfile(tmp_path / 'config.gin')
+
+
+def test_config_file_with_other_training_flags_is_an_error(capsys):
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  code = train.main(['tfnp-trax train', '--config_file', _GRU_COPY,
+                     '--steps', '5', '--model', 'mlp'])
+  assert code == 2
+  assert ('--config_file/--config configure the run through gin; --model, '
+          '--steps would be ignored') in capsys.readouterr().err

@@ -3,6 +3,10 @@
 With no flags it trains a small TransformerLM on the Python standard
 library's own sources (bytes), evaluates in bits per character against the
 unigram baseline, checkpoints and logs to TensorBoard, and prints a sample.
+
+With `--config_file X.gin` and/or `--config 'train.steps = 100'` it runs a
+gin-configured `trainer_lib.train` instead, exactly as
+`python -m tfnp_trax.trainer` does (Trax's own `.gin` files work unchanged).
 """
 
 import os
@@ -49,6 +53,13 @@ flags.DEFINE_integer('d_model', 128, 'Transformer width.', flag_values=FLAGS)
 flags.DEFINE_integer('n_layers', 2, 'Transformer depth.', flag_values=FLAGS)
 flags.DEFINE_boolean('jit_compile', False, 'Compile the step with XLA.',
                      flag_values=FLAGS)
+flags.DEFINE_multi_string('config_file', None, 'Gin configuration file(s) '
+                          '(Trax\'s .gin files work); runs trainer_lib.train '
+                          'as `python -m tfnp_trax.trainer` does.',
+                          flag_values=FLAGS)
+flags.DEFINE_multi_string('config', None, 'Gin bindings, applied after '
+                          '--config_file (e.g. "train.steps = 100").',
+                          flag_values=FLAGS)
 flags.DEFINE_integer('sample_length', 127, 'Bytes to sample at the end '
                      '(pylm); the model holds max(seq_len, sample_length + 1) '
                      'positions.', flag_values=FLAGS)
@@ -110,9 +121,34 @@ def build(model_name, task, vocab, mode='train'):
       norm=tl.FilterResponseNorm, non_linearity=tl.ThresholdedLinearUnit))
 
 
+def _gin_run(argv):
+  """`--config_file`/`--config`: the gin-configured trainer, as Trax's."""
+  from tfnp_trax import gin_config  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import trainer  # pylint: disable=g-import-not-at-top
+  # The other training flags would be silently ignored; say so instead.
+  ignored = sorted(name for name in FLAGS if FLAGS[name].present and name
+                   not in ('config_file', 'config', 'output_dir'))
+  if ignored:
+    print(f'{argv[0]}: --config_file/--config configure the run through '
+          f'gin; --{", --".join(ignored)} would be ignored. Drop them or '
+          f'write them as bindings (e.g. --config "train.steps = 100").',
+          file=sys.stderr)
+    return 2
+  try:
+    trainer.train_from_configs(FLAGS.config_file or [], FLAGS.config or [],
+                               FLAGS.output_dir)
+  except gin_config.GinConfigError as e:
+    print(f'{argv[0]}: {e}', file=sys.stderr)
+    return 2
+  return 0
+
+
 def main(argv):
   """Runs the train command; returns the process exit code."""
+  FLAGS.unparse_flags()  # A second call in one process starts afresh.
   FLAGS(argv)
+  if FLAGS.config_file or FLAGS.config:
+    return _gin_run(argv)
   import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top
   from distribute import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
   from tfnp_trax import optimizers  # pylint: disable=g-import-not-at-top
@@ -162,9 +198,10 @@ def main(argv):
   start = time.time()
   if loop.step < steps:
     loop.run(steps - loop.step)
-  evaluated = loop.history.get('eval', 'accuracy')
+  # History keeps eval metrics under Trax's names, 'metrics/<name>'.
+  evaluated = loop.history.get('eval', 'metrics/accuracy')
   if evaluated and evaluated[-1][0] == loop.step:
-    results = {name: loop.history.last('eval', name)
+    results = {name: loop.history.last('eval', f'metrics/{name}')
                for name in ('cross_entropy', 'accuracy')}
   else:
     results = loop.run_evals()
