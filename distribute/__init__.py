@@ -9,7 +9,11 @@
 * `python -m distribute.launch --workers N -- CMD`: local multi-worker runs.
 """
 
+from distribute.agreement import any_worker
+from distribute.agreement import barrier
 from distribute.averaging import mean_or_pmean
+from distribute.chief import is_chief
+from distribute.chief import worker_count
 from distribute.collectives import all_gather
 from distribute.collectives import num_replicas
 from distribute.collectives import pmax
@@ -20,6 +24,7 @@ from distribute.devices import split_cpu
 from distribute.forward import jit_forward
 from distribute.mapping import default_strategy
 from distribute.mapping import pmap
+from distribute.replica_shapes import per_replica_shape
 from distribute.sharding import for_n_devices
 from distribute.sharding import reshape_by_device
 from distribute.sharding import shard_batch
@@ -30,5 +35,6 @@ __all__ = [
     'mean_or_pmean', 'all_gather', 'num_replicas', 'pmax', 'pmean', 'psum',
     'replica_devices', 'split_cpu', 'jit_forward', 'default_strategy', 'pmap',
     'for_n_devices', 'reshape_by_device', 'shard_batch', 'get_strategy',
-    'KINDS',
+    'KINDS', 'any_worker', 'barrier', 'is_chief', 'worker_count',
+    'per_replica_shape',
 ]

@@ -1,7 +1,12 @@
 """A small deterministic training run, driven by the Loop tests.
 
 usage: python -m tests.supervised._loop_script OUTPUT_DIR N_STEPS RESULT.npz
-       [--replicas N] [--sleep SECONDS]
+       [--replicas N] [--sleep SECONDS] [--load_from DIR]
+
+--load_from DIR resumes through an explicit Loop.load_checkpoint(DIR)
+(OUTPUT_DIR then only receives the rest of the run). --pid_dir DIR makes
+each process write its pid to DIR/pid<task index> once training starts (for
+the tests that signal one worker of several).
 """
 
 import argparse
@@ -28,6 +33,8 @@ def main():
   parser.add_argument('--replicas', type=int, default=1)
   parser.add_argument('--sleep', type=float, default=0.0)
   parser.add_argument('--dropout', type=float, default=0.1)
+  parser.add_argument('--load_from', default=None)
+  parser.add_argument('--pid_dir', default=None)
   parser.add_argument('--multiworker', action='store_true',
                       help='Use MultiWorkerMirroredStrategy from TF_CONFIG.')
   args = parser.parse_args()
@@ -72,12 +79,19 @@ def main():
 
   loop = training.Loop(model, task, output_dir=args.output_dir,
                        strategy=strategy, callbacks=[Slow], random_seed=3,
-                       log_every=1)
+                       eval_tasks=[], eval_at=lambda step: True)
+  if args.load_from:
+    loop.load_checkpoint(directory=args.load_from)
+  if args.pid_dir:
+    index = json.loads(os.environ.get('TF_CONFIG') or '{}').get(
+        'task', {}).get('index', 0)
+    with open(os.path.join(args.pid_dir, f'pid{index}'), 'w') as f:
+      f.write(str(os.getpid()))
   loop.run(args.n_steps - loop.step)
   np.savez(args.result, *[np.asarray(w) for w in
                           fastmath.tree_flatten(loop.model.weights)],
-           losses=np.array([v for _, v in loop.history.get('train',
-                                                           'loss')]))
+           losses=np.array([v for _, v in loop.history.get(
+               'train', 'metrics/WeightedCategoryCrossEntropy')]))
 
 
 if __name__ == '__main__':

@@ -11,6 +11,7 @@ from tfnp_trax import layers as tl
 from tfnp_trax import models
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.supervised import _decode_utils
 from tfnp_trax.supervised import decoding
 
 VOCAB = 13
@@ -159,6 +160,24 @@ def test_errors_name_the_problem(lm_pair):
     decoding.autoregressive_sample(cached, batch_size=2, temperature=0.0,
                                    eos_id=-1, max_length=20,
                                    accelerate=False)
+
+
+def test_length_limit_is_a_named_bound_that_tracks_the_cache(lm_pair):
+  full, cached, fresh = lm_pair
+  cached.state = fresh
+  bound = _decode_utils.length_limit(cached, eval_mode=False)
+  assert isinstance(bound, _decode_utils.LengthBound)
+  assert (bound.limit, bound.position, bound.room) == (12, 0, 12)
+  assert bound.layer_name in ('PositionalEncoding',
+                              'DotProductCausalAttention')
+  cached(jnp.zeros((2, 3), jnp.int32))  # A 3-token prompt fills the cache.
+  assert _decode_utils.length_limit(cached, eval_mode=False)[1:] == (12, 3)
+  # In eval mode nothing is cached: the positional encoding bounds from 0.
+  assert _decode_utils.length_limit(full, eval_mode=True) == (
+      _decode_utils.LengthBound('PositionalEncoding', 12, 0))
+  assert _decode_utils.length_limit(full, eval_mode=False) is None
+  assert _decode_utils.length_limit(tl.Dense(3), eval_mode=True) is None
+  cached.state = fresh
 
 
 def test_docstring_examples():

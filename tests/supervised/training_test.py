@@ -43,14 +43,24 @@ def test_loop_learns_and_logs_history(tmp_path):
   loop = _loop(str(tmp_path))
   loop.run(40)
   assert loop.step == 40
-  losses = [v for _, v in loop.history.get('train', 'loss')]
+  # Trax's names: the loss under metrics/, the rest under training/.
+  losses = [v for _, v in loop.history.get(
+      'train', 'metrics/WeightedCategoryCrossEntropy')]
   assert losses[-1] < losses[0]
-  steps = [s for s, _ in loop.history.get('eval', 'acc')]
+  steps = [s for s, _ in loop.history.get('eval', 'metrics/acc')]
   assert steps == [1, 5, 10, 15, 20, 25, 30, 35, 40]
-  assert loop.history.last('eval', 'acc') > 0.8
-  for name in ('learning_rate', 'gradients_l2', 'weights_l2',
-               'steps_per_second'):
-    assert loop.history.get('train', name)
+  assert loop.history.last('eval', 'metrics/acc') > 0.8
+  assert loop.history.modes == ['eval', 'train']
+  assert loop.history.metrics_for_mode('train') == [
+      'metrics/WeightedCategoryCrossEntropy', 'training/gradients_l2',
+      'training/learning_rate', 'training/loss', 'training/steps per second',
+      'training/weights_l2']
+  assert loop.history.metrics_for_mode('eval') == ['metrics/acc',
+                                                   'metrics/xent']
+  # The logged loss is the mean over the steps since the previous log.
+  np.testing.assert_allclose(
+      losses, [v for _, v in loop.history.get('train', 'training/loss')],
+      rtol=1e-6)
 
 
 def _read_scalars(directory):
@@ -69,15 +79,16 @@ def test_tensorboard_event_files_hold_the_named_scalars(tmp_path):
   loop = _loop(str(tmp_path))
   loop.run(10)
   train = _read_scalars(os.path.join(str(tmp_path), 'train'))
-  for tag in ('train/loss', 'train/learning_rate', 'train/gradients_l2',
-              'train/weights_l2', 'train/steps_per_second'):
+  for tag in ('metrics/WeightedCategoryCrossEntropy',
+              'training/learning_rate', 'training/gradients_l2',
+              'training/weights_l2', 'training/steps per second'):
     assert tag in train, sorted(train)
-  np.testing.assert_allclose([v for _, v in train['train/loss']],
-                             [v for _, v in loop.history.get('train',
-                                                             'loss')],
+  name = 'metrics/WeightedCategoryCrossEntropy'
+  np.testing.assert_allclose([v for _, v in train[name]],
+                             [v for _, v in loop.history.get('train', name)],
                              rtol=1e-6)
   evals = _read_scalars(os.path.join(str(tmp_path), 'eval'))
-  assert [s for s, _ in evals['eval/acc']] == [1, 5, 10]
+  assert [s for s, _ in evals['metrics/acc']] == [1, 5, 10]
 
 
 def test_checkpoints_keep_last_k_and_permanent(tmp_path):
@@ -89,9 +100,10 @@ def test_checkpoints_keep_last_k_and_permanent(tmp_path):
                        keep_checkpoints=2)
   loop.run(12)
   names = sorted(os.listdir(os.path.join(str(tmp_path), 'checkpoints')))
-  # Steps 2..12 checkpoint; 5 and 10 are permanent; the 2 newest others stay.
-  assert names == ['ckpt-10-permanent', 'ckpt-12', 'ckpt-5-permanent',
-                   'ckpt-8']
+  # As in Trax, step 1 and every 2nd step checkpoint, and step 1 and every
+  # 5th step permanently; of the rotating ones the 2 newest stay.
+  assert names == ['ckpt-1-permanent', 'ckpt-10', 'ckpt-10-permanent',
+                   'ckpt-12', 'ckpt-5-permanent']
 
 
 def test_resume_continues_from_latest(tmp_path):
@@ -102,8 +114,9 @@ def test_resume_continues_from_latest(tmp_path):
   assert resumed.step == 10
   for a, b in zip(weights, fastmath.tree_flatten(resumed.model.weights)):
     np.testing.assert_array_equal(a, np.asarray(b))
-  assert resumed.history.get('train', 'loss') == loop.history.get('train',
-                                                                  'loss')
+  # The history includes the evals of the checkpoint's own step.
+  assert resumed.history.to_dict() == loop.history.to_dict()
+  assert resumed.history.get('eval', 'metrics/acc')[-1][0] == 10
 
 
 def test_corrupt_latest_checkpoint_falls_back_with_warning(tmp_path):
@@ -133,7 +146,8 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
   model = tl.Serial(tl.Dense(4), blow_up, tl.Dense(2))
   loop = _loop(str(tmp_path), model=model, lr=1e10)
   with pytest.raises(training.LossIsNotFiniteError,
-                     match=r'loss became (nan|inf) at step \d+.*last good '
+                     match=r'(loss|weights) became (nan|inf|NaN or '
+                     r'infinite) at step \d+.*last good '
                      r'checkpoint is kept'):
     loop.run(50)
   ckpts = checkpoints.CheckpointManager(
@@ -159,7 +173,7 @@ def test_dataset_input_is_prefetched_and_resumable(tmp_path):
       ds, tl.WeightedCategoryCrossEntropy(), optimizers.Adam(0.01),
       n_steps_per_checkpoint=4), output_dir=str(tmp_path))
   assert resumed.step == 8
-  assert resumed._stream.position == 8  # pylint: disable=protected-access
+  assert resumed._streams[0].position == 8  # pylint: disable=protected-access
 
 
 def _script(output_dir, n_steps, result, *extra):
@@ -189,11 +203,20 @@ def test_sigkill_then_resume_is_bitwise_equal(tmp_path):
                        cwd=cwd, env=env, timeout=240, capture_output=True,
                        text=True)
   assert 'Resumed from' in out.stdout
-  a, b = np.load(full), np.load(resumed)
-  for key in a.files:
-    if key != 'losses':
+  # The same killed run, resumed instead by an explicit
+  # Loop.load_checkpoint(directory) into a fresh output_dir.
+  explicit = tmp_path / 'explicit.npz'
+  out = subprocess.run(_script(tmp_path / 'c', 30, explicit, '--load_from',
+                               tmp_path / 'b'), check=True, cwd=cwd,
+                       env=env, timeout=240, capture_output=True, text=True)
+  assert 'Resumed from' in out.stdout
+  a = np.load(full)
+  for result in (resumed, explicit):
+    b = np.load(result)
+    assert a.files == b.files
+    for key in a.files:
       np.testing.assert_array_equal(a[key], b[key])
-  np.testing.assert_array_equal(a['losses'], b['losses'])
+  assert len(a['losses']) == 30
 
 
 def test_mirrored_loop_matches_single_device(tmp_path):
@@ -227,7 +250,7 @@ def test_two_worker_loop_matches_single_process(tmp_path):
     np.testing.assert_allclose(one[key], two[key], rtol=1e-5, atol=1e-6)
   # Only the chief wrote checkpoints, into the shared output_dir.
   assert sorted(os.listdir(tmp_path / 'two' / 'checkpoints')) == [
-      'ckpt-10', 'ckpt-5']
+      'ckpt-1', 'ckpt-10', 'ckpt-5']
 
 
 def test_first_eval_leaves_the_model_weights_alone(tmp_path):
@@ -255,8 +278,15 @@ def test_first_eval_leaves_the_model_weights_alone(tmp_path):
                                                               np.float32),
                                       model.weights)
   loop = _loop(str(tmp_path), model=model, callbacks=[Watch])
+  # Building the trainers and evaluators kept them.
   before = [np.asarray(w) for w in fastmath.tree_flatten(loop.model.weights)]
   assert all(np.all(w == 0.5) for w in before)
   loop.run(1)
-  for a, b in zip(before, seen['weights']):
+  # The callback saw the weights the first step produced from them, and the
+  # eval model holds the same weights after the step-1 eval.
+  step1 = [np.asarray(w) for w in fastmath.tree_flatten(loop.model.weights)]
+  for a, b in zip(step1, seen['weights']):
     np.testing.assert_array_equal(a, b)
+  assert any(np.any(w != 0.5) for w in step1)
+  for a, b in zip(step1, fastmath.tree_flatten(loop.eval_model.weights)):
+    np.testing.assert_array_equal(a, np.asarray(b))

@@ -156,3 +156,41 @@ def test_missing_weights_file_is_named(tmp_path):
                      r'file .* but .*model\.weights\.npy\.gz and '
                      r'.*model\.pkl\.gz\.npy do not exist'):
     tc.load_trax_checkpoint(str(tmp_path))
+
+
+def test_loop_starts_from_the_recorded_trax_loop_checkpoint(recorded,
+                                                            tmp_path):
+  # The same data and task as the Trax Loop that wrote the fixture.
+  from tfnp_trax.supervised import training  # pylint: disable=g-import-not-at-top
+  rng = np.random.RandomState(0)
+  x = rng.randn(8, 3).astype(np.float32)
+  y = rng.randn(8, 2).astype(np.float32)
+  w = np.ones((8, 2), np.float32)
+
+  def batches():
+    while True:
+      yield x, y, w
+
+  task = training.TrainTask(batches(), tl.L2Loss(), optimizers.Adam(0.01),
+                            n_steps_per_checkpoint=2)
+  loop = training.Loop(_loop_model('train'), [task],
+                       output_dir=str(tmp_path / 'ours'), random_seed=0)
+  assert loop.load_checkpoint(directory=str(_LOOP)) == 4
+  assert loop.step == 4
+  ckpt = tc.load_trax_checkpoint(str(_LOOP))
+  got = fastmath.tree_leaves(loop.model.weights)
+  assert len(got) == len(ckpt.flat_weights)
+  for ours, theirs in zip(got, ckpt.flat_weights):
+    np.testing.assert_array_equal(np.asarray(ours, np.float32),
+                                  np.asarray(theirs, np.float32))
+  # The bfloat16 kernel stays bfloat16; Adam's slots came across.
+  assert np.asarray(got[-2]).dtype == _BF16
+  slots = [np.asarray(s) for s in
+           fastmath.tree_leaves(loop._trainers.trainers[0].slots)  # pylint: disable=protected-access
+           if np.size(s)]
+  assert any(np.any(s != 0) for s in slots)
+  assert loop.history.get('train', 'metrics/L2Loss')
+  loop.run(2)
+  assert loop.step == 6
+  assert all(np.all(np.isfinite(np.asarray(v, np.float32)))
+             for v in fastmath.tree_leaves(loop.model.weights))

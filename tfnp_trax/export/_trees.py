@@ -9,7 +9,7 @@ import numpy as onp
 import tensorflow as tf
 
 from tfnp_trax import fastmath
-from tfnp_trax.layers import base
+from tfnp_trax.supervised import _naming
 
 __all__ = ['Held', 'check_initialized', 'weights_and_state', 'leaf_names',
            'unflatten']
@@ -64,31 +64,10 @@ def _check_like(expected, given, what):
 def leaf_names(layer, tree, prefix=None):
   """Names like 'MLP/1_Dense_8/0' for the leaves of `tree`, in flat order.
 
-  Names follow the layer's sublayers while the tree mirrors them; below
-  that, leaves are numbered. They only make exported variables readable.
+  The one leaf-naming scheme of tfnp_trax (see `supervised._naming`), so an
+  exported variable carries the name a checkpoint manifest gives it.
   """
-  names = []
-
-  def walk(lay, sub_tree, path):
-    if base.is_cache_marker(sub_tree):
-      return
-    if lay.sublayers and isinstance(sub_tree, (list, tuple)) and len(
-        sub_tree) == len(lay.sublayers):
-      for i, (child, t) in enumerate(zip(lay.sublayers, sub_tree)):
-        walk(child, t, f'{path}/{i}_{child.name}')
-      return
-    n = len(fastmath.tree_flatten(sub_tree))
-    names.extend(f'{path}/{j}' if n > 1 else path for j in range(n))
-  walk(layer, tree, prefix or layer.name)
-  n_leaves = len(fastmath.tree_flatten(tree))
-  if len(names) != n_leaves:  # A tree not shaped like the layer: number it.
-    names = [f'{prefix or layer.name}/{i}' for i in range(n_leaves)]
-  return [_sanitize(n) for n in names]
-
-
-def _sanitize(name):
-  # Variable and Keras weight names allow only a restricted character set.
-  return ''.join(c if c.isalnum() or c in '_/.-' else '_' for c in name)
+  return _naming.leaf_names(layer, tree, prefix)
 
 
 def unflatten(flat, template):

@@ -5,9 +5,8 @@ tensors, so updating them never retraces.
 """
 
 from tfnp_trax import fastmath
-from tfnp_trax import layers as tl
-from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.supervised import _loop_evals
 
 __all__ = ['Forward', 'PolicySampler', 'Metrics', 'as_tensors']
 
@@ -80,23 +79,15 @@ class Metrics:
   """Named metric layers on top of a model, compiled as one function.
 
   Calling it with a batch and the model's weights and state returns a dict
-  of floats; `head`s are whatever the model leaves on the data stack.
+  of floats; `head`s are whatever the model leaves on the data stack. Built
+  on the Loop's evaluator (`supervised._loop_evals.MetricsFunction`).
   """
 
   def __init__(self, model, metrics, sample_batch, jit_compile=True):
     self.names = list(metrics)
-    layer = tl.Serial(model, tl.Branch(*metrics.values()))
-    layer.init(shapes.signature(sample_batch))
-    extra_weights, extra_state = layer.weights[1], layer.state[1]
-    rng = fastmath.random.get_prng(0)
-
-    def run(batch, weights, state):
-      out, _ = layer.pure_fn(batch, (weights, extra_weights),
-                             (state, extra_state), rng)
-      return tuple(out) if isinstance(out, (list, tuple)) else (out,)
-    self._run = fastmath.jit(run, jit_compile=jit_compile)
+    self._fn = _loop_evals.MetricsFunction(
+        model, list(metrics.values()), sample_batch, jit_compile=jit_compile)
 
   def __call__(self, batch, weights, state):
-    batch = tuple(jnp.asarray(x) for x in batch)
-    values = self._run(batch, as_tensors(weights), as_tensors(state))
+    values = self._fn(batch, as_tensors(weights), as_tensors(state))
     return {name: float(v) for name, v in zip(self.names, values)}

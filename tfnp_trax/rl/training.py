@@ -6,9 +6,11 @@ episodes that finished. Networks train through `supervised.Trainer`, so
 they run under any tf.distribute strategy. With an `output_dir`, metrics go
 to TensorBoard (`<output_dir>/<mode>`) and to `history`, and checkpoints of
 every trainer plus the epoch and env-step counters make runs resumable.
+The epoch counter, History, summaries, checkpoints, the chief-only rule and
+preemption handling are `supervised.run_bookkeeping.RunBookkeeping`, the
+same piece the supervised `Loop` uses.
 """
 
-import os
 import time
 
 from absl import logging
@@ -19,9 +21,8 @@ from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.rl import _compiled
 from tfnp_trax.rl import distributions
-from tfnp_trax.supervised import checkpoints
-from tfnp_trax.supervised import history as history_lib
-from tfnp_trax.supervised import summaries
+from tfnp_trax.supervised import _naming
+from tfnp_trax.supervised import run_bookkeeping
 from tfnp_trax.supervised import trainer as trainer_lib
 
 __all__ = ['Agent']
@@ -44,12 +45,23 @@ class Agent:
     n_returns_to_average: `avg_return` is over this many last episodes.
     policy_distribution: the action distribution (default:
       `distributions.create_distribution(task.action_space)`).
+    keep_checkpoints: how many rotating `ckpt-<epoch>` checkpoints to keep.
+    checkpoint_errors: 'raise' (a failed checkpoint write stops training
+      with a CheckpointWriteError) or 'warn' (warn, train on, retry at the
+      next checkpoint); see `Loop`.
+
+  Preemption: while `run` or `run_env_steps` is active, SIGTERM or SIGINT
+  lets the current epoch finish, writes a checkpoint, flushes summaries and
+  raises `supervised.training.Preempted` naming it (see `Loop`). Under
+  several workers only the chief writes, and all workers stop after the
+  same epoch.
   """
 
   def __init__(self, task, n_interactions_per_epoch=256, n_eval_episodes=0,
                eval_temperatures=(0.0,), output_dir=None, random_seed=0,
                strategy=None, jit_compile=True, checkpoint_every=10,
-               n_returns_to_average=20, policy_distribution=None):
+               n_returns_to_average=20, policy_distribution=None,
+               keep_checkpoints=3, checkpoint_errors='raise'):
     if n_interactions_per_epoch % task.n_envs:
       raise ValueError(
           f'{type(self).__name__}: n_interactions_per_epoch '
@@ -62,20 +74,40 @@ class Agent:
         distributions.create_distribution(task.action_space))
     self._n_eval_episodes = n_eval_episodes
     self._eval_temperatures = tuple(eval_temperatures)
-    self._output_dir = output_dir
     self._seed = int(random_seed)
     self._strategy = strategy or tf.distribute.get_strategy()
+    self._books = run_bookkeeping.RunBookkeeping(
+        type(self).__name__, output_dir, self._strategy, keep_checkpoints,
+        checkpoint_errors)
     self._jit_compile = jit_compile
     self._checkpoint_every = checkpoint_every
     self._n_returns_to_average = n_returns_to_average
-    self._epoch = 0
     self._env_steps = 0
     self._steps = {}
+    self._leaf_names = {}
     self._samplers = {}
-    self._summaries = summaries.SummaryWriters(output_dir)
-    self._ckpt = None
-    self.history = history_lib.History()
+    self._summaries = self._books.summary_writers()
     self.avg_returns = []
+
+  # -- The run's bookkeeping, kept in self._books ------------------------------
+  def _get_epoch(self):
+    return self._books.step
+
+  def _set_epoch(self, epoch):
+    self._books.step = epoch
+
+  _epoch = property(_get_epoch, _set_epoch)
+
+  def _get_history(self):
+    return self._books.history
+
+  def _set_history(self, history):
+    self._books.history = history
+
+  history = property(_get_history, _set_history,
+                     doc='The History of logged values, by env step.')
+  _output_dir = property(lambda self: self._books.output_dir)
+  _ckpt = property(lambda self: self._books.manager)
 
   # -- Properties ------------------------------------------------------------
   @property
@@ -85,6 +117,11 @@ class Agent:
   @property
   def epoch(self):
     return self._epoch
+
+  @property
+  def is_chief(self):
+    """Whether this worker writes checkpoints and summaries."""
+    return self._books.is_chief
 
   @property
   def env_steps(self):
@@ -136,6 +173,8 @@ class Agent:
                                         x.dtype) for x in sample_batch)
     model_with_loss.init(signature, rng=self._rng(0, len(self._steps)))
     self._steps[name] = 0
+    self._leaf_names[name] = _naming.leaf_names(
+        model_with_loss, model_with_loss.weights, prefix=name)
     return trainer_lib.Trainer(model_with_loss, optimizer, self._strategy,
                                jit_compile=self._jit_compile)
 
@@ -166,17 +205,23 @@ class Agent:
     return self._task.collect(sampler, self._rollout_length)
 
   def run(self, n_epochs=1, n_epochs_is_total_epochs=False):
-    """Runs `n_epochs` more epochs (or up to `n_epochs` in total)."""
+    """Runs `n_epochs` more epochs (or up to `n_epochs` in total).
+
+    Raises:
+      Preempted: on SIGTERM/SIGINT, after the epoch's checkpoint.
+    """
     target = n_epochs if n_epochs_is_total_epochs else self._epoch + n_epochs
-    while self._epoch < target:
-      self._run_epoch()
-    self._finish()
+    with self._books.watch_signals():
+      while self._epoch < target:
+        self._run_epoch()
+      self._finish()
 
   def run_env_steps(self, n_env_steps):
     """Runs epochs until `n_env_steps` steps were collected in total."""
-    while self._env_steps < n_env_steps:
-      self._run_epoch()
-    self._finish()
+    with self._books.watch_signals():
+      while self._env_steps < n_env_steps:
+        self._run_epoch()
+      self._finish()
 
   def _run_epoch(self):
     start = time.time()
@@ -205,12 +250,18 @@ class Agent:
                  self._env_steps, rl)
     if self._ckpt and self._epoch % self._checkpoint_every == 0:
       self.save_checkpoint()
+    if self._books.stop_requested():
+      self._books.stop(self._checkpoint_if_any)
+
+  def _checkpoint_if_any(self):
+    return self.save_checkpoint() if self._ckpt else None
 
   def _finish(self):
-    saved = self._ckpt.list() if self._ckpt else []
-    if self._ckpt and (not saved or saved[-1][0] != self._epoch):
-      self.save_checkpoint()
-    self._summaries.flush()
+    if self._ckpt and not self._books.saved_at(self._epoch):
+      saved = self._books.list_checkpoints()
+      if not saved or saved[-1].step != self._epoch:
+        self.save_checkpoint()
+    self._books.flush()
 
   def evaluate(self, n_episodes=20, temperature=0.0, seed=10_000):
     """Returns of `n_episodes` fresh episodes played by the current policy."""
@@ -239,35 +290,37 @@ class Agent:
       for group, vs in trainer.variables().items():
         variables[f'{name}_{group}'] = vs
       manifest[f'{name}_weights'] = [
-          (f'{name}_weight_{i}', list(v.shape))
-          for i, v in enumerate(trainer.variables()['weights'])]
-    self._ckpt = checkpoints.CheckpointManager(
-        os.path.join(self._output_dir, 'checkpoints'), variables, manifest)
+          (leaf, list(v.shape)) for leaf, v in zip(
+              self._leaf_names[name], trainer.variables()['weights'])]
+    self._books.track(variables, manifest)
     self.load_checkpoint()
 
   def save_checkpoint(self):
-    """Writes a checkpoint of the trainers and counters; returns its path."""
+    """Writes a checkpoint of the trainers and counters.
+
+    Returns:
+      Its folder; None on a non-chief worker, or after a failed write with
+      checkpoint_errors='warn'.
+    """
     if not self._ckpt:
       raise ValueError(f'{type(self).__name__}.save_checkpoint: no '
                        f'output_dir was given.')
     counts = [self._epoch, self._env_steps] + [
         self._steps[k] for k in sorted(self._trainers())]
     self._counters.assign(onp.array(counts, onp.int64))
-    self._summaries.flush()
-    return self._ckpt.save(self._epoch, extra={
-        'history': self.history.to_dict(), 'avg_returns': self.avg_returns})
+    self._books.flush()
+    return self._books.save(extra={'avg_returns': self.avg_returns})
 
   def load_checkpoint(self):
     """Restores the newest good checkpoint, if any; returns its epoch."""
     manifest = self._ckpt.restore_latest()
     if manifest is None:
       return None
+    self._books.restore(manifest)
     counts = [int(c) for c in self._counters.numpy()]
     self._epoch, self._env_steps = counts[:2]
     for name, count in zip(sorted(self._trainers()), counts[2:]):
       self._steps[name] = count
-    self.history = history_lib.History.from_dict(
-        manifest['extra'].get('history', {}))
     self.avg_returns = list(manifest['extra'].get('avg_returns', []))
     # Environments can't be checkpointed: start fresh episodes, seeded apart
     # from the ones already played.

@@ -5,9 +5,10 @@
 from tfnp_trax.supervised import callbacks
 from tfnp_trax.supervised import decoding
 from tfnp_trax.supervised import lr_schedules
+from tfnp_trax.supervised import reversible_trainer
 from tfnp_trax.supervised import training
 from tfnp_trax.supervised.training import EvalTask
 from tfnp_trax.supervised.training import TrainTask
 
-__all__ = ['callbacks', 'decoding', 'lr_schedules', 'training', 'EvalTask',
-           'TrainTask']
+__all__ = ['callbacks', 'decoding', 'lr_schedules', 'reversible_trainer',
+           'training', 'EvalTask', 'TrainTask']

@@ -130,7 +130,7 @@ def _check_args(model, n_beams, max_length, prompt_length):
   bound = _decode_utils.length_limit(model, eval_mode=False)
   if bound is None:
     return
-  name, limit, position = bound
+  limit, position = bound.limit, bound.position
   # The last token chosen is never fed back, so it needs no position.
   needed = position + prompt_length + max_length - 1
   if needed > limit:
@@ -140,8 +140,9 @@ def _check_args(model, n_beams, max_length, prompt_length):
     raise ValueError(
         f'beam_search: max_length={max_length} needs {needed} positions '
         f'({position} already in the cache, {prompt_length} prompt tokens '
-        f'and {max_length - 1} fed back) but layer {name} supports at most '
-        f'{limit}. {fix}, or create the model with a larger max_len.')
+        f'and {max_length - 1} fed back) but layer {bound.layer_name} '
+        f'supports at most {limit}. {fix}, or create the model with a '
+        f'larger max_len.')
 
 
 def beam_search(model, inputs=None, batch_size=1, n_beams=2, start_id=0,

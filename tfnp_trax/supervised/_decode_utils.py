@@ -1,9 +1,29 @@
 """Helpers shared by the samplers in decoding.py and by beam search."""
 
+from typing import NamedTuple
+
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 
-__all__ = ['structure', 'length_limit']
+__all__ = ['LengthBound', 'structure', 'length_limit']
+
+
+class LengthBound(NamedTuple):
+  """The sequence-length limit a model's layer puts on decoding.
+
+  Attributes:
+    layer_name: name of the layer that sets the limit (for error messages).
+    limit: how many positions that layer supports in all.
+    position: how many of those positions its state already holds.
+  """
+  layer_name: str
+  limit: int
+  position: int
+
+  @property
+  def room(self):
+    """Positions still free."""
+    return self.limit - self.position
 
 
 def structure(tree):
@@ -25,7 +45,7 @@ def _int_or_none(x):
 
 
 def length_limit(model, eval_mode):
-  """`(layer name, limit, position)` of the tightest sequence-length bound.
+  """The tightest sequence-length bound on decoding `model`, a LengthBound.
 
   When decoding with the cache, only 'predict'-mode layers bound the length
   and the position is how many positions their state already holds; in eval
@@ -36,20 +56,24 @@ def length_limit(model, eval_mode):
   for layer in _walk(model):
     if isinstance(layer, tl.PositionalEncoding):
       if eval_mode:
-        found = (layer.name, layer.max_len, 0)
+        found = LengthBound(layer.name, layer.max_len, 0)
       elif layer.mode == 'predict':
-        found = (layer.name, layer.max_len, _int_or_none(layer.state))
+        found = LengthBound(layer.name, layer.max_len,
+                            _int_or_none(layer.state))
       else:
         continue
     elif (isinstance(layer, tl.DotProductCausalAttention) and not eval_mode
           and layer.mode == 'predict'):
       state = layer.state
-      found = (layer.name, layer.max_inference_length,
-               _int_or_none(state[2]) if isinstance(state, tuple) else None)
+      # The attention cache is (keys, values, index): the index counts the
+      # positions already written.
+      found = LengthBound(
+          layer.name, layer.max_inference_length,
+          _int_or_none(state[2]) if isinstance(state, tuple) else None)
     else:
       continue
-    if found[2] is None:
+    if found.position is None:  # Not initialized yet: sets no bound.
       continue
-    if best is None or found[1] - found[2] < best[1] - best[2]:
+    if best is None or found.room < best.room:
       best = found
   return best

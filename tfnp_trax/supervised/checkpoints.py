@@ -7,21 +7,27 @@ written into a temporary directory and renamed into place, so a crash
 mid-write never leaves a half-written checkpoint under a final name. On
 restore, a checkpoint whose files do not match their manifest is skipped
 with a warning and the previous good one is used.
+
+A write that fails (a full disk, an I/O error, a read-only folder) raises
+`CheckpointWriteError` naming the folder and the OS error; it leaves no
+partial checkpoint under a final name and deletes no earlier checkpoint.
 """
 
+import errno
 import hashlib
 import json
 import os
 import re
 import shutil
+from typing import NamedTuple
 import uuid
 import warnings
 
 from absl import logging
 import tensorflow as tf
 
-__all__ = ['CheckpointManager', 'CheckpointMismatchError',
-           'NoValidCheckpointError']
+__all__ = ['CheckpointInfo', 'CheckpointManager', 'CheckpointMismatchError',
+           'CheckpointWriteError', 'NoValidCheckpointError']
 
 _NAME = re.compile(r'^ckpt-(\d+)(-permanent)?$')
 _MANIFEST = 'manifest.json'
@@ -33,6 +39,42 @@ class CheckpointMismatchError(ValueError):
 
 class NoValidCheckpointError(RuntimeError):
   """Checkpoints exist but none could be read."""
+
+
+class CheckpointWriteError(OSError):
+  """A checkpoint could not be written (disk full, I/O error, read-only).
+
+  Attributes:
+    directory: the checkpoint folder.
+    name: the checkpoint that was being written (e.g. 'ckpt-10').
+    cause: the OS or TensorFlow error, as text.
+  """
+
+  def __init__(self, message, directory, name, cause, error_number=None):
+    super().__init__(error_number, message)
+    self.directory = directory
+    self.name = name
+    self.cause = cause
+
+  def __str__(self):
+    return self.strerror
+
+
+class CheckpointInfo(NamedTuple):
+  """A finished numbered checkpoint, as `CheckpointManager.list` gives it."""
+  step: int
+  path: str
+  permanent: bool
+
+
+def _describe_error(e):
+  """The OS error in `e` (an OSError or a TensorFlow OpError) as text."""
+  if isinstance(e, OSError):
+    code = errno.errorcode.get(e.errno, '') if e.errno else ''
+    text = e.strerror or str(e)
+    return (f'[{code}] {text}' if code else text), e.errno
+  message = getattr(e, 'message', None) or str(e)
+  return f'{type(e).__name__}: {message.strip().splitlines()[0]}', None
 
 
 def _sha256(path):
@@ -76,19 +118,43 @@ class CheckpointManager:
     self._ckpt = tf.train.Checkpoint(**{
         k: _VarList(v) for k, v in variables.items()})
 
+  @property
+  def directory(self):
+    return self._dir
+
   def list(self):
-    """(step, path, permanent) of finished checkpoints, oldest first."""
+    """The finished numbered checkpoints, oldest first.
+
+    Returns:
+      A list of `CheckpointInfo(step, path, permanent)`.
+    """
     found = []
     for name in tf.io.gfile.listdir(self._dir):
       m = _NAME.match(name.rstrip('/'))
       if m:
-        found.append((int(m.group(1)), os.path.join(self._dir, m.group(0)),
-                      bool(m.group(2))))
+        found.append(CheckpointInfo(
+            int(m.group(1)), os.path.join(self._dir, m.group(0)),
+            bool(m.group(2))))
     return sorted(found)
 
-  def save(self, step, extra=None, permanent=False):
-    """Writes checkpoint `step` atomically; prunes old ones. Returns path."""
-    name = f'ckpt-{step}' + ('-permanent' if permanent else '')
+  def path(self, name):
+    """The folder of the checkpoint called `name` (numbered or named)."""
+    return os.path.join(self._dir, name)
+
+  def save(self, step, extra=None, permanent=False, name=None):
+    """Writes checkpoint `step` atomically; prunes old ones. Returns path.
+
+    Args:
+      step: the training step the variables belong to.
+      extra: a JSON-able dict stored in the manifest.
+      permanent: keep this numbered checkpoint when pruning.
+      name: write a named checkpoint `name` instead of `ckpt-<step>`; it
+        replaces any earlier one of that name and is never pruned.
+    """
+    if name is not None and (_NAME.match(name) or not _is_plain_name(name)):
+      raise ValueError(f'CheckpointManager.save: name {name!r} must be a '
+                       f'plain folder name not of the form ckpt-<step>.')
+    name = name or f'ckpt-{step}' + ('-permanent' if permanent else '')
     final = os.path.join(self._dir, name)
     tmp = os.path.join(self._dir, f'.tmp-{name}-{uuid.uuid4().hex[:8]}')
     try:
@@ -108,20 +174,30 @@ class CheckpointManager:
       for f in files:
         with open(os.path.join(tmp, f), 'rb+') as fh:
           os.fsync(fh.fileno())
-      if os.path.exists(final):
-        shutil.rmtree(final)
-      os.rename(tmp, final)  # Atomic on POSIX: the checkpoint appears whole.
+      _replace_dir(tmp, final)
       _fsync_dir(self._dir)
+    except (OSError, tf.errors.OpError) as e:
+      raise self._write_error(name, e) from e
     finally:
       if os.path.exists(tmp):
         shutil.rmtree(tmp, ignore_errors=True)
     self._prune()
     return final
 
+  def _write_error(self, name, e):
+    cause, number = _describe_error(e)
+    good = [c.path for c in self.list()] if os.path.isdir(self._dir) else []
+    return CheckpointWriteError(
+        f'Writing checkpoint {name} into {self._dir} failed: {cause}. No '
+        f'partial checkpoint was left under that name and earlier '
+        f'checkpoints are kept (newest: '
+        f'{good[-1] if good else "none written yet"}).',
+        self._dir, name, cause, number)
+
   def _prune(self):
-    recent = [c for c in self.list() if not c[2]]
-    for _, path, _ in recent[:-self._keep] if self._keep else []:
-      shutil.rmtree(path, ignore_errors=True)
+    recent = [c for c in self.list() if not c.permanent]
+    for old in recent[:-self._keep] if self._keep else []:
+      shutil.rmtree(old.path, ignore_errors=True)
 
   def _verify(self, path):
     with open(os.path.join(path, _MANIFEST)) as f:
@@ -151,6 +227,43 @@ class CheckpointManager:
               f'but {tuple(shape)} in the model. Use a fresh output_dir or '
               f'the matching model.')
 
+  def update_extra(self, path, extra):
+    """Atomically replaces the `extra` dict in the manifest at `path`."""
+    manifest = self._verify(path)
+    manifest['extra'] = extra
+    tmp = os.path.join(path, f'.{_MANIFEST}.{uuid.uuid4().hex[:8]}')
+    try:
+      with open(tmp, 'w') as f:
+        json.dump(manifest, f)
+        f.flush()
+        os.fsync(f.fileno())
+      os.replace(tmp, os.path.join(path, _MANIFEST))
+      _fsync_dir(path)
+    except OSError as e:
+      # The old manifest still matches the files: the checkpoint stays good.
+      raise self._write_error(os.path.basename(path), e) from e
+    finally:
+      if os.path.exists(tmp):
+        os.remove(tmp)
+
+  def restore(self, path):
+    """Restores the checkpoint in folder `path`; returns its manifest.
+
+    Raises:
+      IOError: the checkpoint is missing, corrupt or unreadable.
+      CheckpointMismatchError: it was written for a different model.
+    """
+    if not os.path.isdir(path):
+      raise IOError(f'no checkpoint folder {path}')
+    manifest = self._verify(path)
+    self._check_shapes(path, manifest['shapes'])
+    try:
+      self._ckpt.read(os.path.join(path, 'state')).assert_consumed()
+    except (tf.errors.OpError, AssertionError, ValueError) as e:
+      raise IOError(f'could not be read ({e})') from e
+    manifest['path'] = path
+    return manifest
+
   def restore_latest(self):
     """Restores the newest good checkpoint; returns its manifest or None.
 
@@ -161,27 +274,46 @@ class CheckpointManager:
     failures = []
     for step, path, _ in reversed(candidates):
       try:
-        manifest = self._verify(path)
+        manifest = self.restore(path)
       except (IOError, OSError, ValueError, KeyError) as e:
+        if isinstance(e, CheckpointMismatchError):
+          raise
         _warn(f'Checkpoint {path} is unusable ({e}); resuming from the '
               f'previous checkpoint instead.')
         failures.append(f'{path}: {e}')
         continue
-      self._check_shapes(path, manifest['shapes'])
-      try:
-        self._ckpt.read(os.path.join(path, 'state')).assert_consumed()
-      except (tf.errors.OpError, AssertionError, ValueError) as e:
-        _warn(f'Checkpoint {path} could not be read ({e}); resuming from '
-              f'the previous checkpoint instead.')
-        failures.append(f'{path}: {e}')
-        continue
-      manifest['path'] = path
       manifest['step'] = step
       return manifest
     if candidates:
       raise NoValidCheckpointError(
           'No usable checkpoint in ' + self._dir + ':\n' + '\n'.join(failures))
     return None
+
+
+def _is_plain_name(name):
+  return bool(name) and os.sep not in name and not name.startswith('.')
+
+
+def _replace_dir(tmp, final):
+  """Moves folder `tmp` to `final`, replacing an existing one.
+
+  A new checkpoint appears whole (rename is atomic on POSIX). When `final`
+  exists it is first renamed aside, so a crash never leaves a mix of old and
+  new files under `final`'s name (between the two renames the old one waits
+  under a hidden `.old-` name).
+  """
+  if os.path.exists(final):
+    old = os.path.join(os.path.dirname(final),
+                       f'.old-{os.path.basename(final)}-{uuid.uuid4().hex[:8]}')
+    os.rename(final, old)
+    try:
+      os.rename(tmp, final)
+    except OSError:
+      os.rename(old, final)  # Put the previous checkpoint back.
+      raise
+    shutil.rmtree(old, ignore_errors=True)
+  else:
+    os.rename(tmp, final)
 
 
 class _VarList(tf.Module):

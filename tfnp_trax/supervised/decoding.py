@@ -67,13 +67,12 @@ def _make_step(model, temperature, accelerate, eval_mode):
 
 
 def _check_length(bound, needed):
-  if bound is not None and needed > bound[1]:
-    name, limit, position = bound
+  if bound is not None and needed > bound.limit:
     raise ValueError(
         f'autoregressive_sample: the sequence would reach length {needed} '
-        f'but layer {name} supports at most {limit} positions (it already '
-        f'holds {position}). Lower max_length, or create the model with a '
-        f'larger max_len.')
+        f'but layer {bound.layer_name} supports at most {bound.limit} '
+        f'positions (it already holds {bound.position}). Lower max_length, '
+        f'or create the model with a larger max_len.')
 
 
 def _padded_length(length, eval_min_length, bound):
@@ -82,7 +81,7 @@ def _padded_length(length, eval_min_length, bound):
   while padded < max(length, eval_min_length):
     padded *= 2
   if bound is not None:
-    padded = min(padded, bound[1])
+    padded = min(padded, bound.limit)
   return max(padded, length)
 
 
@@ -145,7 +144,7 @@ def autoregressive_sample_stream(model, inputs=None, batch_size=1,
   rng = (fastmath.random.get_prng(_py_random.randint(0, 2**31 - 1))
          if rng is None else rng)
   bound = _decode_utils.length_limit(model, eval_mode)
-  position = bound[2] if bound else 0
+  position = bound.position if bound else 0
   inputs = jnp.asarray(inputs) if two_inputs else None
   last = jnp.asarray(0, jnp.int32)  # Logits index when feeding one token.
   while True:

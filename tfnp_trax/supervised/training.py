@@ -1,359 +1,504 @@
 """Trax's training API: TrainTask, EvalTask and Loop.
 
-Loop trains a model with a Trainer (one compiled, replicated step), runs
-evaluations, writes TensorBoard summaries and atomic checkpoints, and
-resumes exactly from the latest good checkpoint in `output_dir`.
+Loop trains a model on one or more TrainTasks (sharing the model body),
+runs EvalTasks, writes TensorBoard summaries, keeps a History, and writes
+atomic checkpoints it resumes from exactly. The step counter, History,
+summaries, checkpoints, the chief-only rule and preemption handling live in
+`run_bookkeeping.RunBookkeeping`, which the RL trainers share.
 """
 
+import collections
 import math
-import os
+import random
 import time
 
-from absl import logging
 import numpy as onp
 import tensorflow as tf
 
 from tfnp_trax import fastmath
-from tfnp_trax import layers as tl
-from tfnp_trax import shapes
+from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import _inputs
-from tfnp_trax.supervised import _naming
-from tfnp_trax.supervised import checkpoints
-from tfnp_trax.supervised import history as history_lib
-from tfnp_trax.supervised import summaries
-from tfnp_trax.supervised import trainer as trainer_lib
+from tfnp_trax.supervised import _loop_checkpointing as ckpt_lib
+from tfnp_trax.supervised import _loop_evals
+from tfnp_trax.supervised import _loop_logging as logs
+from tfnp_trax.supervised import _loop_resume
+from tfnp_trax.supervised import _loop_tasks
+from tfnp_trax.supervised import _loop_trainers
+from tfnp_trax.supervised import run_bookkeeping
 
-__all__ = ['TrainTask', 'EvalTask', 'Loop', 'LossIsNotFiniteError']
+__all__ = ['TrainTask', 'EvalTask', 'Loop', 'LossIsNotFiniteError',
+           'Preempted', 'pickle_to_file', 'unpickle_from_file']
+
+# Trax's pickling helpers; reading refuses anything but arrays, containers
+# and Trax's records (weight_files' restricted unpickler).
+pickle_to_file = weight_files.pickle_to_file
+unpickle_from_file = weight_files.unpickle_from_file
+
+TrainTask = _loop_tasks.TrainTask
+EvalTask = _loop_tasks.EvalTask
+Preempted = run_bookkeeping.Preempted
 
 
 class LossIsNotFiniteError(FloatingPointError):
   """Training stopped because the loss became NaN or infinite."""
 
 
-class TrainTask:
-  """What to train on: data, loss layer, optimizer and schedule."""
-
-  def __init__(self, labeled_data, loss_layer, optimizer, lr_schedule=None,
-               n_steps_per_checkpoint=100, n_steps_per_permanent_checkpoint=None):
-    self.labeled_data = labeled_data
-    self.loss_layer = loss_layer
-    self.optimizer = optimizer
-    self.lr_schedule = lr_schedule
-    self.n_steps_per_checkpoint = n_steps_per_checkpoint
-    self.n_steps_per_permanent_checkpoint = n_steps_per_permanent_checkpoint
-
-  def learning_rate(self, step):
-    if self.lr_schedule is None:
-      return float(self.optimizer.opt_params['learning_rate'])
-    return float(self.lr_schedule(step))
+def _never(step):
+  del step
+  return False
 
 
-class EvalTask:
-  """What to evaluate: data, metric layers and their names."""
-
-  def __init__(self, labeled_data, metrics, metric_names=None,
-               n_eval_batches=1):
-    self.labeled_data = labeled_data
-    self.metrics = list(metrics)
-    self.metric_names = list(metric_names or [m.name for m in self.metrics])
-    if len(self.metric_names) != len(self.metrics):
-      raise ValueError(f'EvalTask: {len(self.metrics)} metrics but '
-                       f'{len(self.metric_names)} metric_names.')
-    self.n_eval_batches = n_eval_batches
-
-
-def _every(n):
-  return lambda step: bool(n) and step % n == 0
-
-
-def _first_and_every(n):
-  return lambda step: step == 1 or (bool(n) and step % n == 0)
+def _at_step_1_and_every_nth_step(period):
+  if not period:
+    return _never
+  return lambda step: step == 1 or (step > 0 and step % period == 0)
 
 
 class Loop:
-  """Runs training steps, evaluation, summaries and checkpoints.
+  """Trains a model on TrainTasks, with evals, summaries and checkpoints.
+
+  Arguments, defaults and behaviour follow Trax's `Loop`: the step number
+  passed to `which_task`, `checkpoint_at`, `eval_at`, callbacks, learning
+  rate schedules and the optimizer is the 1-based number of the step being
+  run; checkpoints of a step are written before its evals; training values
+  are logged (as their mean since the last log) at eval steps.
 
   Example:
     >>> loop = Loop(model, TrainTask(data, tl.CrossEntropyLoss(), opt),
+    ...             eval_tasks=[EvalTask(eval_data, [tl.Accuracy()])],
     ...             output_dir='/tmp/run')
     >>> loop.run(1000)
+
+  Preemption: while `run` is active, SIGTERM or SIGINT (in the main thread)
+  lets the current step finish, writes a checkpoint, flushes the summaries
+  and raises `Preempted` (a SystemExit) naming the checkpoint; running the
+  same script again resumes from it. Under several workers all of them
+  agree to stop after the same step (an all-reduce of a stop flag each
+  step), so a signal to any one worker stops them all there.
+
+  Args:
+    model: the model body; each task puts its loss layer after it.
+    tasks: a TrainTask or a list of them.
+    eval_model: the model to evaluate (default: `model`); it gets the
+      trained weights.
+    eval_tasks: an EvalTask, a list of them, or None (no evals).
+    output_dir: where summaries and checkpoints go; None writes nothing.
+    checkpoint_at: step -> bool; default step 1 and every
+      `tasks[0].n_steps_per_checkpoint` steps.
+    checkpoint_low_metric: an eval metric name; at checkpoint steps, when
+      its newest value is the lowest so far, the checkpoint
+      `lowest_<metric>` is written.
+    checkpoint_high_metric: likewise `highest_<metric>` for the highest.
+    permanent_checkpoint_at: step -> bool; default step 1 and every
+      `tasks[0].n_steps_per_permanent_checkpoint` steps (never if None).
+    eval_at: step -> bool; default as checkpoint_at (never without
+      eval_tasks).
+    which_task: step -> task index; default `step % len(tasks)`.
+    n_devices: how many local devices to replicate over (default: all of
+      the strategy's replicas).
+    random_seed: the seed of the initialization and of every step's rng;
+      None picks one (it is saved in checkpoints, so a resumed run goes on
+      with the same one).
+    loss_chunk_size: used by the memory-efficient trainer, as in Trax.
+    use_memory_efficient_trainer: train with ReversibleSerialTrainer.
+    adasum: Trax's adaptive gradient summation across devices; only the
+      single-replica case (where it changes nothing) is supported.
+    callbacks: TrainingStepCallback subclasses, each built as `cls(loop)`.
+    strategy: a tf.distribute strategy (default: the current one).
+    keep_checkpoints: how many rotating `ckpt-<step>` checkpoints to keep.
+    jit_compile: passed to the Trainer (XLA compilation of the step).
+    checkpoint_errors: what a failed checkpoint write (disk full, I/O
+      error, read-only folder) does: 'raise' stops the run with a
+      CheckpointWriteError naming the folder and the OS error; 'warn' logs
+      a warning, keeps training and tries again at the next checkpoint.
+      Either way no partial checkpoint appears and earlier ones are kept.
   """
 
   def __init__(self, model, tasks, eval_model=None, eval_tasks=None,
-               output_dir=None, checkpoint_at=None, eval_at=None,
-               strategy=None, callbacks=None, random_seed=0,
-               keep_checkpoints=3, jit_compile=None, log_every=None):
-    tasks = tasks if isinstance(tasks, (list, tuple)) else [tasks]
-    if len(tasks) != 1:
-      raise ValueError(f'Loop: trains exactly one TrainTask, got '
-                       f'{len(tasks)}; run one Loop per task.')
-    self._task = tasks[0]
+               output_dir=None, checkpoint_at=None,
+               checkpoint_low_metric=None, checkpoint_high_metric=None,
+               permanent_checkpoint_at=None, eval_at=None, which_task=None,
+               n_devices=None, random_seed=None, loss_chunk_size=0,
+               use_memory_efficient_trainer=False, adasum=False,
+               callbacks=None, *, strategy=None, keep_checkpoints=3,
+               jit_compile=None, checkpoint_errors='raise'):
+    tasks = list(tasks) if isinstance(tasks, (list, tuple)) else [tasks]
+    if not tasks:
+      raise ValueError('Loop: tasks is empty; give at least one TrainTask.')
+    if eval_tasks is None:
+      eval_tasks, eval_at = [], _never
+    elif not isinstance(eval_tasks, (list, tuple)):
+      eval_tasks = [eval_tasks]
+    self._tasks = tasks
+    self._eval_tasks = list(eval_tasks)
     self._model = model
     self._eval_model = eval_model or model
-    self._eval_tasks = list(eval_tasks or [])
-    self._output_dir = output_dir
-    self._strategy = strategy or tf.distribute.get_strategy()
-    # With several workers only the chief writes checkpoints and summaries;
-    # every worker reads the chief's checkpoints when it resumes.
-    self._is_chief = _is_chief(self._strategy)
-    self._seed = int(random_seed)
-    self._checkpoint_at = checkpoint_at or _every(
-        self._task.n_steps_per_checkpoint)
-    n_perm = self._task.n_steps_per_permanent_checkpoint
-    self._permanent_at = _every(n_perm) if n_perm else (lambda step: False)
-    self._eval_at = eval_at or _first_and_every(
-        self._task.n_steps_per_checkpoint)
-    self._log_every = log_every or max(1, self._task.n_steps_per_checkpoint)
-    self.history = history_lib.History()
-    self._step = 0
+    self._strategy = _loop_resume.resolve_strategy(strategy, n_devices)
+    if adasum and self._strategy.num_replicas_in_sync > 1:
+      raise NotImplementedError(
+          f'Loop: adasum=True (adaptive summation) is not supported with '
+          f'{self._strategy.num_replicas_in_sync} replicas; gradients are '
+          f'averaged. Pass adasum=False.')
+    self._books = run_bookkeeping.RunBookkeeping(
+        'Loop', output_dir, self._strategy, keep_checkpoints,
+        checkpoint_errors)
+    self._seed = _init_random_number_generators(random_seed)
+    self._rng = fastmath.random.get_prng(self._seed)
+    self._use_memory_efficient_trainer = use_memory_efficient_trainer
+    self._loss_chunk_size = loss_chunk_size
 
-    self._stream = _inputs.InputStream(self._task.labeled_data,
-                                       self._strategy)
-    sample = self._stream.peek()
-    self._model_with_loss = tl.Serial(model, self._task.loss_layer)
-    _init_keeping(self._model_with_loss, model,
-                  _local_signature(sample, self._strategy),
-                  rng=fastmath.random.get_prng(self._seed))
-    self.trainer = trainer_lib.Trainer(self._model_with_loss,
-                                       self._task.optimizer, self._strategy,
-                                       jit_compile=jit_compile)
-    self._callbacks = [cb(self) for cb in (callbacks or [])]
-    self._eval_fns = {}
-    self._summaries = summaries.SummaryWriters(output_dir, self._is_chief)
-    self._ckpt = None
-    if output_dir:
-      tf.io.gfile.makedirs(output_dir)
-      with self._strategy.scope():
-        self._step_var = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self._position_var = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self._seed_var = tf.Variable(self._seed, dtype=tf.int64,
-                                     trainable=False)
-      variables = dict(self.trainer.variables())
-      variables['loop'] = [self._step_var, self._position_var,
-                           self._seed_var]
-      names = _naming.leaf_names(self._model_with_loss)
-      manifest = {
-          'weights': [(n, list(v.shape)) for n, v in
-                      zip(names, self.trainer.variables()['weights'])],
-          'state': [(f'state_{i}', list(v.shape)) for i, v in
-                    enumerate(self.trainer.variables()['state'])],
-      }
-      self._ckpt = checkpoints.CheckpointManager(
-          os.path.join(output_dir, 'checkpoints'), variables, manifest,
-          keep=keep_checkpoints)
+    default_at = _at_step_1_and_every_nth_step(tasks[0].n_steps_per_checkpoint)
+    self._checkpoint_at = checkpoint_at or default_at
+    self._permanent_checkpoint_at = (
+        permanent_checkpoint_at or _at_step_1_and_every_nth_step(
+            tasks[0].n_steps_per_permanent_checkpoint))
+    self._eval_at = eval_at or default_at
+    self._which_task = which_task or (lambda step: step % len(tasks))
+    metric_names = [n for t in self._eval_tasks for n in t.metric_names]
+    for arg, name in (('checkpoint_low_metric', checkpoint_low_metric),
+                      ('checkpoint_high_metric', checkpoint_high_metric)):
+      if name is not None and name not in metric_names:
+        raise ValueError(f'Loop: {arg}={name!r} is not a metric of the '
+                         f'eval_tasks; their metric_names are '
+                         f'{metric_names}.')
+    self._checkpoint_low_metric = checkpoint_low_metric
+    self._checkpoint_high_metric = checkpoint_high_metric
+    self._rjust_len = max(map(len, [t.loss_name for t in tasks] +
+                              metric_names))
+
+    if use_memory_efficient_trainer:
+      self._trainers = _loop_resume.memory_efficient_trainer(
+          model, tasks, loss_chunk_size, self._rng)
+    else:
+      if loss_chunk_size:
+        logs.log(f'Loop: loss_chunk_size={loss_chunk_size} only applies '
+                 f'with use_memory_efficient_trainer, as in Trax; ignored.',
+                 stdout=False)
+      self._trainers = _loop_trainers.TaskTrainers(
+          model, tasks, self._strategy, self._rng, jit_compile=jit_compile)
+    self._streams = [_inputs.InputStream(t.labeled_data, self._strategy)
+                     for t in tasks]
+    self._evaluators = [_loop_evals.Evaluator(self._eval_model, t)
+                        for t in self._eval_tasks]
+    self._train_writers = [self._books.summary_writer(d) for d in
+                           logs.task_dirs(self._output_dir, tasks, 'train')]
+    self._eval_writers = [self._books.summary_writer(d) for d in
+                          logs.task_dirs(self._output_dir, self._eval_tasks,
+                                         'eval')]
+    self._loop_vars = ckpt_lib.LoopVariables(self._strategy, len(tasks),
+                                             self._seed)
+    self._variables, self._shapes = ckpt_lib.variable_groups(
+        self._trainers, self._loop_vars)
+    self._keep_checkpoints = keep_checkpoints
+    if self._output_dir is not None:
+      self._books.track(self._variables, self._shapes)
       self.load_checkpoint()
+    else:
+      logs.log('Will not write evaluation metrics, because output_dir is '
+               'None.', stdout=False)
+    self._callbacks = [cls(self) for cls in (callbacks or [])]
 
+  # -- The run's bookkeeping, kept in self._books ------------------------------
+  def _get_step(self):
+    return self._books.step
 
-  # -- Properties ------------------------------------------------------------
-  @property
-  def step(self):
-    """The number of training steps done so far."""
-    return self._step
+  def _set_step(self, step):
+    self._books.step = step
 
-  @property
-  def model(self):
-    return self._model
+  _step = property(_get_step, _set_step)
 
-  @property
-  def eval_model(self):
-    return self._eval_model
+  def _get_history(self):
+    return self._books.history
 
-  @property
-  def output_dir(self):
-    return self._output_dir
+  def _set_history(self, history):
+    self._books.history = history
+
+  _history = property(_get_history, _set_history)
+  _is_chief = property(lambda self: self._books.is_chief)
+  _output_dir = property(lambda self: self._books.output_dir)
+  _ckpt = property(lambda self: self._books.manager)
+
+  # -- Properties (Trax's) ----------------------------------------------------
+  step = property(lambda self: self._books.step,
+                  doc='The number of training steps done so far.')
+  history = property(lambda self: self._books.history,
+                     doc='The History of logged training and eval values.')
+  n_devices = property(lambda self: self._strategy.num_replicas_in_sync,
+                       doc='How many replicas train the model.')
+  is_chief = property(lambda self: self._books.is_chief,
+                      doc='Whether this worker writes checkpoints.')
+  model = property(lambda self: self._model)
+  eval_model = property(lambda self: self._eval_model)
+  tasks = property(lambda self: self._tasks)
+  eval_tasks = property(lambda self: self._eval_tasks)
+  output_dir = property(lambda self: self._output_dir)
 
   @property
   def input_signature(self):
-    """Per-replica signature of a training batch (inputs, targets, ...)."""
-    return _local_signature(self._stream.peek(), self._strategy)
+    """Per-replica signature of the first task's training batch."""
+    return _loop_trainers.local_signature(self._tasks[0].sample_batch,
+                                          self._strategy)
 
   @property
-  def tasks(self):
-    return [self._task]
+  def trainer(self):
+    """The Trainer of the first task."""
+    return self._trainers.trainers[0]
 
-  @property
-  def eval_tasks(self):
-    return self._eval_tasks
+  def new_rng(self):
+    """A new single-use random key (steps use their own, see `run`)."""
+    self._rng, rng = fastmath.random.split(self._rng)
+    return rng
 
-  # -- Training ----------------------------------------------------------------
-  def _rng(self, step):
-    return fastmath.random.fold_in(fastmath.random.get_prng(self._seed), step)
+  # -- Training ---------------------------------------------------------------
+  def _step_rng(self, step):
+    # A pure function of (seed, step), so a resumed run draws the same keys.
+    return fastmath.random.fold_in(fastmath.random.get_prng(self._seed),
+                                   step)
 
   def run(self, n_steps=1):
-    """Runs `n_steps` more training steps, with evals and checkpoints."""
-    target = self._step + n_steps
+    """Runs `n_steps` training steps, with checkpoints and evals.
+
+    Raises:
+      Preempted: SIGTERM or SIGINT arrived (see the class docstring); the
+        checkpoint of the last finished step was written first.
+    """
+    with self._books.watch_signals():
+      self._run(n_steps)
+
+  def _run(self, n_steps):
+    loss_acc, step_acc = 0.0, 0
+    metrics_acc = collections.defaultdict(float)
     start_time = time.time()
-    start_step = self._step
-    window_time, window_step = start_time, self._step
-    loss = None
-    while self._step < target:
-      step = self._step + 1
-      for cb in self._callbacks:
-        if cb.call_at(step):
-          cb.on_step_begin(step)
-      try:
-        batch = next(self._stream)
-      except StopIteration as e:
-        raise RuntimeError(
-            f'Loop: the training data ran out at step {step}; make '
-            f'labeled_data repeat (e.g. dataset.repeat()).') from e
-      lr = self._task.learning_rate(step)
-      loss, stats = self.trainer.one_step(batch, self._rng(step), step,
-                                          learning_rate=lr)
-      loss = float(loss)
-      if not math.isfinite(loss):
+    for _ in range(n_steps):
+      prev_task_index = self._which_task(self._step)
+      self._step += 1
+      step = self._step
+      task_index = self._which_task(step)
+      if task_index != prev_task_index:
+        loss_acc, step_acc = 0.0, 0
+      loss, stats = self._run_one_step(task_index)
+      loss_acc += loss
+      step_acc += 1
+      for name, value in stats.items():
+        metrics_acc[name] += value
+      if self._checkpoint_at(step):
+        self.save_checkpoint('model')
+      if self._permanent_checkpoint_at(step):
+        self.save_checkpoint(f'model_{step}')
+      if self._eval_at(step):
+        self._log_training_progress(
+            self._tasks[task_index], loss_acc, step_acc,
+            time.time() - start_time, metrics_acc,
+            self._train_writers[task_index])
+        self.run_evals(self._eval_writers)
+        self._refresh_history_in_checkpoints(step)
+        loss_acc, step_acc = 0.0, 0
+        metrics_acc = collections.defaultdict(float)
+        start_time = time.time()
+      if self._checkpoint_at(step):
+        if self._checkpoint_low_metric is not None and self._at_best(
+            self._checkpoint_low_metric, min):
+          self.save_checkpoint(f'lowest_{self._checkpoint_low_metric}')
+        if self._checkpoint_high_metric is not None and self._at_best(
+            self._checkpoint_high_metric, max):
+          self.save_checkpoint(f'highest_{self._checkpoint_high_metric}')
+      if self._books.stop_requested():
         self._sync_model()
-        last = self._ckpt.list()[-1][1] if self._ckpt and self._ckpt.list() \
-            else 'none written'
-        raise LossIsNotFiniteError(
-            f'Loop: the training loss became {loss} at step {step}; training '
-            f'stopped. The last good checkpoint is kept ({last}). Lower the '
-            f'learning rate or set clip_grad_norm on the optimizer.')
-      self._step = step
-      if step % self._log_every == 0 or step == target or step == 1:
-        now = time.time()
-        steps_per_s = (step - window_step) / max(now - window_time, 1e-9)
-        window_time, window_step = now, step
-        values = {'loss': loss, 'learning_rate': lr,
-                  'steps_per_second': steps_per_s}
-        values.update({k: float(v) for k, v in stats.items()})
-        self._log('train', step, values)
-        eta = (target - step) / max((step - start_step) / max(
-            now - start_time, 1e-9), 1e-9)
-        _print(f'Step {step:6d}: loss {loss:.4f}  lr {lr:.2e}  '
-               f'{steps_per_s:.1f} steps/s  ETA {eta:.0f}s')
-      if self._eval_tasks and self._eval_at(step):
-        self.run_evals()
-      if self._ckpt and (self._checkpoint_at(step) or
-                         self._permanent_at(step) or step == target):
-        self.save_checkpoint(permanent=self._permanent_at(step))
-      for cb in self._callbacks:
-        if cb.call_at(step):
-          cb.on_step_end(step)
+        self._books.stop(self.save_checkpoint)
     self._sync_model()
-    self._flush()
+    for writer in self._train_writers + self._eval_writers:
+      writer.flush()
 
-  # -- Evaluation ------------------------------------------------------------
-  def _eval_fn(self, index):
-    if index not in self._eval_fns:
-      task = self._eval_tasks[index]
-      metrics = tl.Serial(self._eval_model, tl.Branch(*task.metrics))
-      stream = _inputs.InputStream(task.labeled_data,
-                                   tf.distribute.get_strategy())
-      sample = stream.peek()
-      _init_keeping(metrics, self._eval_model,
-                    shapes.signature(tuple(onp.asarray(x) for x in sample)))
+  def _run_one_step(self, task_index):
+    step = self._step
+    for callback in self._callbacks:
+      if callback.call_at(step):
+        callback.on_step_begin(step)
+    task = self._tasks[task_index]
+    learning_rate = task.learning_rate(step)
+    try:
+      batch = next(self._streams[task_index])
+    except StopIteration as e:
+      raise RuntimeError(
+          f'Loop: the training data of task {task_index} ran out at step '
+          f'{step}; make labeled_data repeat (e.g. dataset.repeat()).') from e
+    loss, stats = self._trainers.one_step(task_index, batch,
+                                          self._step_rng(step), step,
+                                          learning_rate)
+    loss = float(loss)
+    if not math.isfinite(loss):
+      self._sync_model()
+      good = self._books.newest_checkpoint()
+      raise LossIsNotFiniteError(
+          f'Loop: the training loss became {loss} at step {step}; training '
+          f'stopped. The last good checkpoint is kept '
+          f'({good or "none written"}). Lower the learning rate or set '
+          f'clip_grad_norm on the optimizer.')
+    stats = {k: float(v) for k, v in stats.items()}
+    stats['loss'] = loss
+    ending = [cb for cb in self._callbacks if cb.call_at(step)]
+    if ending:
+      self._sync_model()  # Callbacks see the weights this step produced.
+    for callback in ending:
+      callback.on_step_end(step)
+    return loss, stats
 
-      def run(batch, weights, state):
-        out, _ = metrics.pure_fn(batch, (weights, metrics.weights[1]),
-                                 (state, metrics.state[1]),
-                                 fastmath.random.get_prng(0))
-        return out if isinstance(out, tuple) else (out,)
-      self._eval_fns[index] = (tf.function(run, autograph=False), stream)
-    return self._eval_fns[index]
+  def _at_best(self, metric, best):
+    values = [float(v) for _, v in self._history.get('eval',
+                                                     f'metrics/{metric}')]
+    return bool(values) and values[-1] == best(values)
 
-  def run_evals(self):
-    """Evaluates every EvalTask on the current weights; returns the values."""
-    weights = self.trainer.model_weights[0]
-    state = self.trainer.model_state[0]
+  def update_weights_and_state(self, weights=None, state=None):
+    """Sets the model's weights and/or state, in the model and trainers."""
+    if weights is not None:
+      self._model.weights = weights
+    if state is not None:
+      self._model.state = state
+    self._trainers.set_model(weights, state)
+
+  def _sync_model(self):
+    """Copies the newest trained weights and state into the model layers."""
+    weights, state = self._trainers.model_weights_and_state()
+    to_tensors = lambda tree: fastmath.nested_map(tf.convert_to_tensor, tree)
+    self._model.weights, self._model.state = (to_tensors(weights),
+                                              to_tensors(state))
+    if self._eval_model is not self._model:
+      self._eval_model.weights = self._model.weights
+
+  # -- Evaluation and logging -------------------------------------------------
+  def run_evals(self, summary_writers=None):
+    """Runs every EvalTask on the newest weights and logs the values.
+
+    Returns:
+      {metric name: value} over all eval tasks (Trax returns None).
+    """
+    summary_writers = summary_writers or [None] * len(self._eval_tasks)
+    self._sync_model()
+    self._eval_model.state = self._model.state
+    weights, state = self._trainers.model_weights_and_state()
     results = {}
-    for i, task in enumerate(self._eval_tasks):
-      fn, stream = self._eval_fn(i)
-      sums = onp.zeros(len(task.metrics))
-      for _ in range(task.n_eval_batches):
-        batch = tuple(tf.convert_to_tensor(x) for x in next(stream))
-        sums += onp.array([float(v) for v in fn(batch, weights, state)])
-      values = dict(zip(task.metric_names, sums / task.n_eval_batches))
-      self._log('eval', self._step, values)
-      _print(f'Step {self._step:6d}: eval ' + '  '.join(
-          f'{k} {v:.4f}' for k, v in values.items()))
+    for evaluator, writer in zip(self._evaluators, summary_writers):
+      values = evaluator.evaluate(weights, state)
+      self.log_summary(values, writer, 'metrics/', 'eval')
       results.update(values)
     return results
 
-  # -- Summaries ---------------------------------------------------------------
-  def _log(self, mode, step, values):
+  def _log_training_progress(self, task, total_loss, n_steps, elapsed_time,
+                             optimizer_metrics, summary_writer):
+    n_steps = max(1, n_steps)
+    logs.log('')
+    if self._step == 1:
+      n_weights = sum(int(onp.size(w)) for w in
+                      fastmath.tree_leaves(self._model.weights))
+      self._log_step(f'Total number of trainable weights: {n_weights}')
+    self._log_step(f'Ran {n_steps} train steps in {elapsed_time:0.2f} secs')
+    self.log_summary({task.loss_name: total_loss / n_steps}, summary_writer,
+                     'metrics/', 'train')
+    values = {'learning_rate': task.learning_rate(self._step),
+              'steps per second': n_steps / max(elapsed_time, 1e-9)}
+    values.update({k: v / n_steps for k, v in optimizer_metrics.items()})
+    self.log_summary(values, summary_writer, 'training/', 'train',
+                     stdout=False)
+
+  def log_summary(self, values, summary_writer, value_prefix, log_prefix,
+                  stdout=True):
+    """Logs `values` to the history, the summary writer and the console.
+
+    Args:
+      values: {name: value}; each is recorded as `value_prefix + name`.
+      summary_writer: a summary writer (or None).
+      value_prefix: e.g. 'metrics/'.
+      log_prefix: the history mode, e.g. 'train' or 'eval'.
+      stdout: also print scalar values.
+    """
+    write = self._is_chief and summary_writer is not None
     for name, value in values.items():
-      self.history.append(mode, name, step, value)
-    self._summaries.write(mode, step, values)
+      full_name = value_prefix + name
+      if onp.ndim(value) == 0:
+        self._log_step(f'{log_prefix.ljust(5)} {name.rjust(self._rjust_len)}'
+                       f' | {float(value): .8f}', stdout=stdout)
+        if write:
+          summary_writer.scalar(full_name, value, self._step)
+      self._history.append(log_prefix, full_name, self._step, value)
+    if write:
+      summary_writer.flush()
 
-  def _flush(self):
-    self._summaries.flush()
+  def _log_step(self, message, stdout=True):
+    logs.log(f'Step {self._step:6d}: {message}', stdout=stdout)
 
-  # -- Checkpoints -------------------------------------------------------------
-  def _sync_model(self):
-    """Copies the trained weights and state back into the model layer."""
-    to_tensors = lambda tree: fastmath.nested_map(tf.convert_to_tensor, tree)
-    self._model_with_loss.weights = to_tensors(self.trainer.model_weights)
-    self._model_with_loss.state = to_tensors(self.trainer.model_state)
-    if self._eval_model is not self._model:
-      self._eval_model.weights = self._model.weights
-      self._eval_model.state = self._model.state
+  # -- Checkpoints ------------------------------------------------------------
+  def save_checkpoint(self, basename='model'):
+    """Writes an atomic checkpoint of the current step.
 
-  def save_checkpoint(self, permanent=False):
-    """Writes an atomic checkpoint of everything needed to resume."""
-    if not self._ckpt:
-      raise ValueError('Loop.save_checkpoint: no output_dir was given.')
+    Args:
+      basename: Trax's checkpoint name: 'model' (the rotating checkpoint),
+        'model_<step>' (permanent) or any other name (a named checkpoint,
+        replaced by the next save of that name).
+
+    Returns:
+      The checkpoint folder, or None where nothing is written (no
+      output_dir, not the chief, or a failed write with
+      checkpoint_errors='warn').
+
+    Raises:
+      CheckpointWriteError: the write failed (checkpoint_errors='raise').
+    """
+    if self._ckpt is None:
+      logs.log('Did not save checkpoint as output_dir is None',
+               stdout=False)
+      return None
     if not self._is_chief:
       return None
-    self._step_var.assign(self._step)
-    self._position_var.assign(self._stream.position)
-    self._flush()
-    return self._ckpt.save(self._step, extra={
-        'history': self.history.to_dict()}, permanent=permanent)
+    if not self._trainers.all_finite():
+      # The loss is computed before the update, so it can still look fine
+      # at the step whose update overflowed; never checkpoint such weights.
+      self._sync_model()
+      raise LossIsNotFiniteError(
+          f'Loop: the weights became NaN or infinite at step {self._step}; '
+          f'training stopped before checkpointing them. The last good '
+          f'checkpoint is kept. Lower the learning rate or set '
+          f'clip_grad_norm on the optimizer.')
+    self._trainers.broadcast()
+    self._loop_vars.step.assign(self._step)
+    for var, stream in zip(self._loop_vars.positions, self._streams):
+      var.assign(stream.position)
+    self._loop_vars.seed.assign(self._seed)
+    permanent, name = ckpt_lib.checkpoint_name(basename, self._step)
+    path = self._books.save(permanent=permanent, name=name)
+    if path is not None:
+      logs.log(f'Checkpoint saved in {path}', stdout=False)
+    return path
 
-  def load_checkpoint(self):
-    """Restores the newest good checkpoint, if any; returns its step."""
-    if not self._ckpt:
-      raise ValueError('Loop.load_checkpoint: no output_dir was given.')
-    manifest = self._ckpt.restore_latest()
-    if manifest is None:
-      return None
-    self._step = int(self._step_var.numpy())
-    self._seed = int(self._seed_var.numpy())
-    self.history = history_lib.History.from_dict(
-        manifest['extra'].get('history', {}))
-    self._stream.fast_forward(int(self._position_var.numpy()))
-    self._sync_model()
-    _print(f'Resumed from {manifest["path"]} at step {self._step}.')
-    return self._step
+  def _refresh_history_in_checkpoints(self, step):
+    """Adds this step's evals to the checkpoints written before them.
 
+    Trax writes a step's checkpoint before its evals, so its history lacks
+    them; here the manifest is updated atomically once they are logged.
+    """
+    if step == self._step:
+      self._books.refresh_extra()
 
-def _init_keeping(combined, inner, input_signature, rng=None):
-  """Initializes `combined`, keeping `inner`'s weights if it has them.
+  def load_checkpoint(self, directory=None, filename=None):
+    """Restores weights, slots, state, step, history and data positions.
 
-  `combined` wraps `inner` (e.g. a model with its loss or its metrics); the
-  weights a caller set or training produced must survive that init.
-  """
-  keep = (inner.weights, inner.state) if inner.initialized else None
-  combined.init(input_signature, rng=rng)
-  if keep is not None:
-    inner.weights, inner.state = keep
+    Args:
+      directory: a Loop output_dir (default: this Loop's), or a folder
+        holding a Trax checkpoint.
+      filename: Trax's checkpoint name: 'model' (default: the newest good
+        rotating checkpoint), 'model_<step>', 'lowest_<metric>', ...; or a
+        Trax `<name>.pkl.gz` file in `directory`.
 
-
-def _local_signature(batch, strategy):
-  """The per-replica input signature of a (possibly distributed) batch."""
-  def sig(x):
-    if isinstance(x, tf.distribute.DistributedValues):
-      x = strategy.experimental_local_results(x)[0]
-      return shapes.ShapeDtype(tuple(x.shape), x.dtype)
-    x = onp.asarray(x) if not hasattr(x, 'shape') else x
-    shape = tuple(x.shape)
-    n = strategy.num_replicas_in_sync
-    return shapes.ShapeDtype((shape[0] // n,) + shape[1:], x.dtype)
-  return tuple(sig(x) for x in batch) if isinstance(
-      batch, (list, tuple)) else sig(batch)
+    Returns:
+      The restored step, or None if there was nothing to load.
+    """
+    return _loop_resume.load_checkpoint(self, directory, filename)
 
 
-def _is_chief(strategy):
-  resolver = getattr(strategy, 'cluster_resolver', None)
-  task_type = getattr(resolver, 'task_type', None)
-  if resolver is None or task_type is None:
-    return True
-  return task_type == 'chief' or (task_type == 'worker' and
-                                  resolver.task_id == 0 and 'chief' not in
-                                  resolver.cluster_spec().as_dict())
-
-
-def _print(message):
-  logging.info(message)
-  print(message, flush=True)
+def _init_random_number_generators(seed=None):
+  """Seeds Python, NumPy and TensorFlow as Trax does; returns the seed."""
+  random.seed(seed)
+  if seed is None:
+    seed = random.randint(0, 2**31 - 1)
+  onp.random.seed(seed)
+  tf.random.set_seed(seed)
+  return int(seed)

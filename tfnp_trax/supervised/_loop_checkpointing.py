@@ -1,0 +1,127 @@
+"""Loop checkpoints: which variables they hold and how Trax names map on.
+
+Trax's Loop writes `<output_dir>/<basename>.pkl.gz`: `model` (overwritten
+at every checkpoint step), `model_<step>` (permanent) and
+`lowest_<metric>` / `highest_<metric>` (best eval values). Here they map
+onto the atomic CheckpointManager under `<output_dir>/checkpoints`:
+`model` is the rotating `ckpt-<step>` (the newest good one is restored, an
+older one if it is corrupt), `model_<step>` is `ckpt-<step>-permanent`, and
+any other basename is a named checkpoint folder of that name.
+"""
+
+import os
+import re
+
+import numpy as onp
+import tensorflow as tf
+
+from tfnp_trax import fastmath
+from tfnp_trax.supervised import _naming
+
+__all__ = ['LoopVariables', 'checkpoint_name', 'find_checkpoint_dir',
+           'match_by_shape', 'trax_checkpoint_path', 'variable_groups']
+
+_PERMANENT = re.compile(r'^model_(\d+)$')
+
+
+class LoopVariables:
+  """The Loop's own counters, as variables a checkpoint saves with weights.
+
+  Args:
+    strategy: the strategy the variables live under.
+    n_tasks: how many training tasks (each has its own data position).
+    seed: the random seed of the run.
+  """
+
+  def __init__(self, strategy, n_tasks, seed):
+    with strategy.scope():
+      self.step = tf.Variable(0, dtype=tf.int64, trainable=False)
+      self.positions = [tf.Variable(0, dtype=tf.int64, trainable=False)
+                        for _ in range(n_tasks)]
+      self.seed = tf.Variable(seed, dtype=tf.int64, trainable=False)
+
+  def as_list(self):
+    # Ordered so a one-task checkpoint keeps the earlier [step, position,
+    # seed] layout.
+    return [self.step, self.positions[0], self.seed] + self.positions[1:]
+
+
+def variable_groups(task_trainers, loop_variables):
+  """Returns `(variables, manifest)` for a CheckpointManager."""
+  variables, manifest = {}, {}
+  for i, (trainer, with_loss) in enumerate(zip(
+      task_trainers.trainers, task_trainers.models_with_loss)):
+    suffix = '' if i == 0 else str(i)
+    group = trainer.variables()
+    names = _naming.leaf_names(with_loss, with_loss.weights)
+    for kind in ('weights', 'slots', 'state'):
+      variables[kind + suffix] = group[kind]
+    manifest['weights' + suffix] = [
+        (n, list(v.shape)) for n, v in zip(names, group['weights'])]
+    manifest['state' + suffix] = [
+        (f'state_{j}', list(v.shape)) for j, v in enumerate(group['state'])]
+  variables['loop'] = loop_variables.as_list()
+  return variables, manifest
+
+
+def checkpoint_name(basename, step):
+  """Maps a Trax basename to `(permanent, name)` for CheckpointManager.save.
+
+  `name` is None for the rotating `ckpt-<step>` checkpoints.
+  """
+  if basename == 'model':
+    return False, None
+  m = _PERMANENT.match(basename)
+  if m and int(m.group(1)) == step:
+    return True, None
+  return False, basename
+
+
+def find_checkpoint_dir(directory):
+  """The folder holding `ckpt-*` checkpoints of a Loop output_dir, or None."""
+  inner = os.path.join(directory, 'checkpoints')
+  if tf.io.gfile.isdir(inner):
+    return inner
+  if tf.io.gfile.isdir(directory) and any(
+      n.startswith('ckpt-') for n in tf.io.gfile.listdir(directory)):
+    return directory
+  return None
+
+
+def trax_checkpoint_path(directory, filename):
+  """The `.pkl.gz` path if `directory/filename` is a Trax checkpoint."""
+  name = filename or 'model'
+  path = os.path.join(directory, name)
+  if not path.endswith('.pkl.gz'):
+    path += '.pkl.gz'
+  return path if tf.io.gfile.exists(path) else None
+
+
+def match_by_shape(full, partial, what):
+  """Puts the arrays of `partial` into `full` in order, matching shapes.
+
+  Trax's rule: walk `full`; where the next array of `partial` has the same
+  shape, take it, else keep `full`'s. Every array of `partial` must be used.
+
+  Raises:
+    ValueError: naming the first checkpoint array that found no place.
+  """
+  out, j = [], 0
+  for w in full:
+    if j < len(partial) and tuple(onp.shape(w)) == tuple(
+        onp.shape(partial[j])):
+      out.append(partial[j])
+      j += 1
+    else:
+      out.append(w)
+  if j < len(partial):
+    raise ValueError(
+        f'Loop.load_checkpoint: {what} array {j} of the checkpoint (shape '
+        f'{tuple(onp.shape(partial[j]))}) matches no remaining {what} of '
+        f'the model (shapes {[tuple(onp.shape(w)) for w in full]}); the '
+        f'checkpoint was written for a different model.')
+  return out
+
+
+def flat_nonempty(tree):
+  return [x for x in fastmath.tree_leaves(tree) if x is not None]

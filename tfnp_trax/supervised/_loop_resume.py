@@ -1,0 +1,189 @@
+"""Loop set-up and restore: strategy, trainers, checkpoint loading.
+
+The chief-only rule lives in `distribute.is_chief`; the step, History and
+checkpoint manager in `run_bookkeeping.RunBookkeeping` (`loop._books`).
+"""
+
+import importlib
+import os
+import warnings
+
+import tensorflow as tf
+
+from tfnp_trax import fastmath
+from tfnp_trax.supervised import _loop_checkpointing as ckpt_lib
+from tfnp_trax.supervised import _loop_logging as logs
+from tfnp_trax.supervised import checkpoints
+from tfnp_trax.supervised import history as history_lib
+
+__all__ = ['resolve_strategy', 'memory_efficient_trainer',
+           'load_checkpoint']
+
+
+def resolve_strategy(strategy, n_devices):
+  """The strategy to train under, checked against `n_devices`."""
+  if strategy is None:
+    strategy = tf.distribute.get_strategy()
+    if n_devices and n_devices != strategy.num_replicas_in_sync:
+      gpus = tf.config.list_logical_devices('GPU')
+      devices = gpus or tf.config.list_logical_devices('CPU')
+      if n_devices > len(devices):
+        raise ValueError(
+            f'Loop: n_devices={n_devices} but only {len(devices)} local '
+            f'devices exist ({[d.name for d in devices]}).')
+      strategy = tf.distribute.MirroredStrategy(
+          [d.name for d in devices[:n_devices]])
+  elif n_devices and n_devices != strategy.num_replicas_in_sync:
+    raise ValueError(
+        f'Loop: n_devices={n_devices} but the strategy '
+        f'{type(strategy).__name__} has {strategy.num_replicas_in_sync} '
+        f'replicas; pass one or the other.')
+  return strategy
+
+
+_REVERSIBLE = 'tfnp_trax.supervised.reversible_trainer'
+
+
+def memory_efficient_trainer(model, tasks, loss_chunk_size, rng):
+  """Trax's memory-efficient path, on ReversibleSerialTrainer."""
+  try:
+    module = importlib.import_module(_REVERSIBLE)
+  except ImportError as e:
+    raise NotImplementedError(
+        f'Loop: use_memory_efficient_trainer=True trains with '
+        f'ReversibleSerialTrainer, which needs the module {_REVERSIBLE} '
+        f'(not available: {e}). Pass use_memory_efficient_trainer=False.'
+    ) from e
+  missing = [n for n in ('ReversibleSerialTrainer', 'extract_reversible_blocks',
+                         'init_reversible_blocks') if not hasattr(module, n)]
+  if missing:
+    raise NotImplementedError(
+        f'Loop: use_memory_efficient_trainer=True needs {missing} from '
+        f'{_REVERSIBLE}.')
+  # Reaching here, the reversible trainer's variables and checkpoints still
+  # need a Loop-side adapter; say so instead of training half-wired.
+  del model, tasks, loss_chunk_size, rng
+  raise NotImplementedError(
+      'Loop: use_memory_efficient_trainer=True is not wired to '
+      'ReversibleSerialTrainer yet (checkpointing of its per-block slots '
+      'is missing). Pass use_memory_efficient_trainer=False.')
+
+
+def _fast_forward(loop, positions):
+  for stream, position in zip(loop._streams, positions):  # pylint: disable=protected-access
+    try:
+      stream.fast_forward(position)
+    except ValueError:
+      msg = (f'Loop.load_checkpoint: the training data is already past '
+             f'batch {position} of the checkpoint and an iterator cannot go '
+             f'back; training continues from batch {stream.position}.')
+      logs.log(msg, stdout=False)
+      warnings.warn(msg, RuntimeWarning, stacklevel=4)
+
+
+def _manager(loop, directory):
+  """The CheckpointManager reading `directory` (a Loop output_dir)."""
+  # pylint: disable=protected-access
+  if loop._ckpt is not None and os.path.abspath(directory) == os.path.abspath(
+      loop._output_dir):
+    return loop._ckpt
+  found = ckpt_lib.find_checkpoint_dir(directory)
+  if found is None:
+    return None
+  return checkpoints.CheckpointManager(found, loop._variables, loop._shapes,
+                                       keep=loop._keep_checkpoints)
+
+
+def load_checkpoint(loop, directory, filename):
+  """Loop.load_checkpoint (see there)."""
+  # pylint: disable=protected-access
+  directory = directory or loop._output_dir
+  if directory is None:
+    logs.log('Not loading as both directory and output_dir are None.',
+             stdout=False)
+    return None
+  trax_path = ckpt_lib.trax_checkpoint_path(directory, filename)
+  if trax_path is not None:
+    return _load_trax_checkpoint(loop, trax_path)
+  manager = _manager(loop, directory)
+  if manager is None:
+    logs.log(f'Not loading: no checkpoints in {directory}.', stdout=False)
+    return None
+  name = filename or 'model'
+  if name == 'model':
+    manifest = manager.restore_latest()
+  else:
+    permanent, named = ckpt_lib.checkpoint_name(name, -1)
+    del permanent
+    candidates = [manager.path(named)] if named else []
+    if named is None or ckpt_lib._PERMANENT.match(name):  # pylint: disable=protected-access
+      step = int(name.split('_')[1])
+      candidates = [manager.path(f'ckpt-{step}-permanent'),
+                    manager.path(f'ckpt-{step}')]
+    found = [p for p in candidates if os.path.isdir(p)]
+    if not found:
+      logs.log(f'Not loading as checkpoint {name} does not exist in '
+               f'{directory}.', stdout=False)
+      return None
+    try:
+      manifest = manager.restore(found[0])
+    except (IOError, OSError) as e:
+      raise checkpoints.NoValidCheckpointError(
+          f'Loop.load_checkpoint: checkpoint {found[0]} is unusable: {e}'
+      ) from e
+  if manifest is None:
+    return None
+  variables = loop._loop_vars
+  loop._books.restore(manifest)
+  loop._step = int(variables.step.numpy())
+  loop._seed = int(variables.seed.numpy())
+  _fast_forward(loop, [int(v.numpy()) for v in variables.positions])
+  loop._trainers.active = 0  # Checkpoints hold the same body in every task.
+  loop._sync_model()
+  logs.log(f'Resumed from {manifest["path"]} at step {loop._step}.')
+  return loop._step
+
+
+_TRAX_LOADER = 'tfnp_trax.supervised.trax_checkpoints'
+
+
+def _load_trax_checkpoint(loop, path):
+  """Starts from a Trax Loop checkpoint (model.pkl.gz and its .npy.gz)."""
+  # pylint: disable=protected-access
+  try:
+    loader = importlib.import_module(_TRAX_LOADER).load_trax_checkpoint
+  except (ImportError, AttributeError) as e:
+    raise NotImplementedError(
+        f'Loop.load_checkpoint: {path} is a Trax checkpoint; reading it '
+        f'needs {_TRAX_LOADER}.load_trax_checkpoint (not available: {e}).'
+    ) from e
+  d = loader(path)
+  weights, state = loop._trainers.model_weights_and_state()
+  flat_w = ckpt_lib.match_by_shape(fastmath.tree_leaves(weights),
+                                   list(d.flat_weights), 'weight')
+  weights = fastmath.tree_unflatten(flat_w, weights)[0]
+  flat_s = fastmath.tree_leaves(state)
+  try:
+    flat_s = ckpt_lib.match_by_shape(flat_s, list(d.flat_state),
+                                     'state')
+  except ValueError:
+    logs.log('Failed loading model state from checkpoint, loading weights '
+             'only.')
+  state = fastmath.tree_unflatten(flat_s, state)[0]
+  loop.update_weights_and_state(weights, state)
+  for trainer, slots in zip(loop._trainers.trainers,
+                            d.slots_per_task or []):
+    current = trainer.slots
+    ours = ckpt_lib.flat_nonempty(current)
+    try:
+      matched = ckpt_lib.match_by_shape(ours, list(slots), 'slot')
+    except ValueError as e:
+      logs.log(f'Optimizer slots not loaded (the optimizer differs): {e}')
+      continue
+    it = iter(matched)
+    trainer.slots = fastmath.nested_map(lambda _: next(it), current)
+  loop._step = int(d.step)
+  loop._history = d.history or history_lib.History()
+  loop._sync_model()
+  logs.log(f'Loaded the Trax checkpoint {path} at step {loop._step}.')
+  return loop._step

@@ -1,0 +1,273 @@
+"""What a training run keeps besides its weights, for Loop and RL alike.
+
+The supervised `Loop` and the RL trainers (`rl.training.Agent`) both count
+steps, keep a `History`, write TensorBoard summaries, write and restore
+checkpoints with a manifest, obey the chief-only rule under several
+workers, stop cleanly when preempted, and decide what a failed checkpoint
+write does. `RunBookkeeping` is that one shared piece; each trainer keeps
+only what is its own (which variables, what a step is, how data resumes).
+
+Example:
+  >>> books = RunBookkeeping('MyTrainer', output_dir=None)
+  >>> books.step += 1
+  >>> books.history.append('train', 'metrics/loss', books.step, 0.5)
+  >>> books.history.last('train', 'metrics/loss')
+  0.5
+"""
+
+import os
+import signal
+import warnings
+
+from absl import logging
+import tensorflow as tf
+
+import distribute
+from tfnp_trax.supervised import _preemption
+from tfnp_trax.supervised import checkpoints
+from tfnp_trax.supervised import history as history_lib
+from tfnp_trax.supervised import summaries
+
+__all__ = ['RunBookkeeping', 'Preempted', 'CHECKPOINT_ERRORS']
+
+Preempted = _preemption.Preempted
+CHECKPOINT_ERRORS = ('raise', 'warn')
+
+
+def _say(message):
+  logging.info(message)
+  print(message, flush=True)
+
+
+class RunBookkeeping:
+  """Step counter, History, summaries, checkpoints and the chief-only rule.
+
+  Args:
+    owner: the trainer's name, used in messages (e.g. 'Loop', 'PPO').
+    output_dir: the run's folder; None writes nothing.
+    strategy: the tf.distribute strategy (default: the current one).
+    keep_checkpoints: how many rotating `ckpt-<step>` checkpoints to keep.
+    checkpoint_errors: 'raise' (a failed checkpoint write stops the run
+      with a CheckpointWriteError naming the folder and the OS error) or
+      'warn' (log a warning, keep training, try again at the next
+      checkpoint).
+  """
+
+  def __init__(self, owner, output_dir=None, strategy=None,
+               keep_checkpoints=3, checkpoint_errors='raise'):
+    if checkpoint_errors not in CHECKPOINT_ERRORS:
+      raise ValueError(f'{owner}: checkpoint_errors must be one of '
+                       f'{CHECKPOINT_ERRORS}, got {checkpoint_errors!r}.')
+    self.owner = owner
+    self.output_dir = (os.path.expanduser(output_dir)
+                       if output_dir is not None else None)
+    self.strategy = strategy or tf.distribute.get_strategy()
+    self.is_chief = distribute.is_chief(self.strategy)
+    self.keep_checkpoints = keep_checkpoints
+    self.checkpoint_errors = checkpoint_errors
+    self.step = 0
+    self.history = history_lib.History()
+    self.manager = None
+    self._writers = []
+    self._written = (None, [])  # (step, paths) saved at the newest step.
+    self._watch = _preemption.SignalWatch()
+    self._watching = False
+
+  # -- Summaries ---------------------------------------------------------------
+  def summary_writer(self, log_dir):
+    """A SummaryWriter for `log_dir`, a no-op off the chief or without it."""
+    writer = summaries.SummaryWriter(log_dir if self.is_chief else None)
+    self._writers.append(writer)
+    return writer
+
+  def summary_writers(self):
+    """RL's per-mode SummaryWriters under output_dir (chief only)."""
+    writers = summaries.SummaryWriters(self.output_dir,
+                                       enabled=self.is_chief)
+    self._writers.append(writers)
+    return writers
+
+  def flush(self):
+    """Flushes every summary writer made here."""
+    for writer in self._writers:
+      writer.flush()
+
+  # -- Checkpoints -----------------------------------------------------------
+  def track(self, variables, shapes_manifest):
+    """Names what checkpoints hold; needs output_dir (else a no-op).
+
+    Args:
+      variables: dict group name -> list of tf.Variables.
+      shapes_manifest: dict group name -> list of (leaf name, shape),
+        checked on restore (see CheckpointManager).
+    """
+    if self.output_dir is None:
+      return
+    tf.io.gfile.makedirs(self.output_dir)
+    self.manager = checkpoints.CheckpointManager(
+        self.checkpoint_dir, variables, shapes_manifest,
+        keep=self.keep_checkpoints)
+
+  @property
+  def checkpoint_dir(self):
+    if self.output_dir is None:
+      return None
+    return os.path.join(self.output_dir, 'checkpoints')
+
+  def list_checkpoints(self):
+    """`CheckpointInfo`s of the finished numbered checkpoints, oldest first."""
+    return self.manager.list() if self.manager else []
+
+  def newest_checkpoint(self):
+    """The folder of the newest numbered checkpoint, or None."""
+    found = self.list_checkpoints()
+    return found[-1].path if found else None
+
+  def saved_at(self, step):
+    """The checkpoint folders written at `step` by this process."""
+    saved_step, paths = self._written
+    return list(paths) if saved_step == step else []
+
+  def save(self, extra=None, permanent=False, name=None):
+    """Writes a checkpoint of the current step, on the chief only.
+
+    Args:
+      extra: a JSON-able dict for the manifest; the History is added.
+      permanent: keep this numbered checkpoint when pruning.
+      name: a named checkpoint instead of `ckpt-<step>`.
+
+    Returns:
+      The checkpoint folder; None where nothing was written (no
+      output_dir, not the chief, or a failed write under 'warn').
+
+    Raises:
+      CheckpointWriteError: the write failed and checkpoint_errors is
+        'raise'.
+    """
+    if self.manager is None or not self.is_chief:
+      return None
+    try:
+      path = self.manager.save(self.step, extra=self._extra(extra),
+                               permanent=permanent, name=name)
+    except checkpoints.CheckpointWriteError as e:
+      self._failed(e)
+      return None
+    step, paths = self._written
+    self._written = (self.step, (paths if step == self.step else []) +
+                     [path])
+    logging.info('%s: checkpoint saved in %s', self.owner, path)
+    return path
+
+  def _extra(self, extra):
+    out = dict(extra or {})
+    out['history'] = _json_safe(self.history.to_dict())
+    return out
+
+  def _failed(self, error):
+    if self.checkpoint_errors == 'raise':
+      raise checkpoints.CheckpointWriteError(
+          f'{self.owner}: {error} Free space in (or fix) that folder, or '
+          f"pass checkpoint_errors='warn' to keep training and retry at the "
+          f'next checkpoint.', error.directory, error.name, error.cause,
+          error.errno) from error
+    message = (f'{self.owner}: {error} Training goes on; the next '
+               f'checkpoint tries again.')
+    logging.warning(message)
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+  def refresh_extra(self, extra=None):
+    """Rewrites the manifests of this step's checkpoints with `extra`.
+
+    Trax writes a step's checkpoint before its evals; once they are in
+    the History, the checkpoints of that step get it too.
+    """
+    if self.manager is None:
+      return
+    for path in self.saved_at(self.step):
+      try:
+        self.manager.update_extra(path, self._extra(extra))
+      except checkpoints.CheckpointWriteError as e:
+        self._failed(e)
+
+  def restore(self, manifest):
+    """Takes the step and History from a restored checkpoint's manifest."""
+    self.step = int(manifest['step'])
+    self.history = history_lib.History.from_dict(
+        manifest['extra'].get('history', {}))
+
+  # -- Preemption ----------------------------------------------------------------
+  def watch_signals(self):
+    """Context manager for run(): SIGTERM/SIGINT become a stop request.
+
+    Nested use (a run calling another run) keeps the outer handlers.
+    """
+    return _Watching(self)
+
+  def stop_requested(self):
+    """Whether to stop after this step; the same answer on every worker.
+
+    Under several workers this is a collective (an all-reduce of each
+    worker's flag), so every worker calls it once per step.
+    """
+    if not self._watching:
+      return False
+    return distribute.any_worker(self._watch.requested, self.strategy)
+
+  def stop(self, save_checkpoint):
+    """Saves, flushes, waits for all workers, then raises Preempted.
+
+    Args:
+      save_checkpoint: () -> path or None; the owner's checkpoint writer
+        (it may add its own counters before calling `save`).
+    """
+    signum = self._watch.signum or signal.SIGTERM
+    paths = self.saved_at(self.step)
+    path = paths[0] if paths else save_checkpoint()
+    self.flush()
+    # Non-chief workers wait here until the chief's checkpoint is complete.
+    distribute.barrier(self.strategy)
+    if path is None and self.manager is not None and not self.is_chief:
+      path = self.manager.path(f'ckpt-{self.step}')
+    name = signal.Signals(signum).name
+    heard = 'received' if self._watch.requested else 'another worker received'
+    where = (f'checkpoint {path}' if path else
+             'no checkpoint (no output_dir, or the write failed)')
+    message = (f'{self.owner}: {heard} {name}; stopped after step '
+               f'{self.step} and saved {where}. Run again with the same '
+               f'output_dir to resume.')
+    _say(message)
+    raise Preempted(message, signum, self.step, path)
+
+
+class _Watching:
+  """Installs the signal handlers while a run is active."""
+
+  def __init__(self, books):
+    self._books = books
+    self._outer = False
+
+  def __enter__(self):
+    books = self._books
+    self._outer = not books._watching  # pylint: disable=protected-access
+    if self._outer:
+      books._watch.__enter__()  # pylint: disable=protected-access
+      books._watching = True  # pylint: disable=protected-access
+    return books
+
+  def __exit__(self, *exc_info):
+    books = self._books
+    if self._outer:
+      books._watching = False  # pylint: disable=protected-access
+      books._watch.__exit__(*exc_info)  # pylint: disable=protected-access
+    return False
+
+
+def _json_safe(tree):
+  """Arrays become lists and tuples lists, so `tree` can go to JSON."""
+  if isinstance(tree, dict):
+    return {k: _json_safe(v) for k, v in tree.items()}
+  if isinstance(tree, (list, tuple)):
+    return [_json_safe(v) for v in tree]
+  if hasattr(tree, 'tolist'):
+    return tree.tolist()
+  return tree
