@@ -16,8 +16,7 @@ from tfnp_trax.supervised import _loop_logging as logs
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import history as history_lib
 
-__all__ = ['resolve_strategy', 'memory_efficient_trainer',
-           'load_checkpoint']
+__all__ = ['resolve_strategy', 'load_checkpoint']
 
 
 def resolve_strategy(strategy, n_devices):
@@ -39,34 +38,6 @@ def resolve_strategy(strategy, n_devices):
         f'{type(strategy).__name__} has {strategy.num_replicas_in_sync} '
         f'replicas; pass one or the other.')
   return strategy
-
-
-_REVERSIBLE = 'tfnp_trax.supervised.reversible_trainer'
-
-
-def memory_efficient_trainer(model, tasks, loss_chunk_size, rng):
-  """Trax's memory-efficient path, on ReversibleSerialTrainer."""
-  try:
-    module = importlib.import_module(_REVERSIBLE)
-  except ImportError as e:
-    raise NotImplementedError(
-        f'Loop: use_memory_efficient_trainer=True trains with '
-        f'ReversibleSerialTrainer, which needs the module {_REVERSIBLE} '
-        f'(not available: {e}). Pass use_memory_efficient_trainer=False.'
-    ) from e
-  missing = [n for n in ('ReversibleSerialTrainer', 'extract_reversible_blocks',
-                         'init_reversible_blocks') if not hasattr(module, n)]
-  if missing:
-    raise NotImplementedError(
-        f'Loop: use_memory_efficient_trainer=True needs {missing} from '
-        f'{_REVERSIBLE}.')
-  # Reaching here, the reversible trainer's variables and checkpoints still
-  # need a Loop-side adapter; say so instead of training half-wired.
-  del model, tasks, loss_chunk_size, rng
-  raise NotImplementedError(
-      'Loop: use_memory_efficient_trainer=True is not wired to '
-      'ReversibleSerialTrainer yet (checkpointing of its per-block slots '
-      'is missing). Pass use_memory_efficient_trainer=False.')
 
 
 def _fast_forward(loop, positions):

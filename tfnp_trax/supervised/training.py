@@ -22,6 +22,7 @@ from tfnp_trax.supervised import _loop_checkpointing as ckpt_lib
 from tfnp_trax.supervised import _loop_evals
 from tfnp_trax.supervised import _loop_logging as logs
 from tfnp_trax.supervised import _loop_resume
+from tfnp_trax.supervised import _loop_reversible
 from tfnp_trax.supervised import _loop_tasks
 from tfnp_trax.supervised import _loop_trainers
 from tfnp_trax.supervised import run_bookkeeping
@@ -167,8 +168,10 @@ class Loop:
                               metric_names))
 
     if use_memory_efficient_trainer:
-      self._trainers = _loop_resume.memory_efficient_trainer(
-          model, tasks, loss_chunk_size, self._rng)
+      self._trainers = _loop_reversible.ReversibleTaskTrainers(
+          model, tasks, self._strategy, self._rng,
+          loss_chunk_size=loss_chunk_size, adasum=adasum,
+          jit_compile=jit_compile)
     else:
       if loss_chunk_size:
         logs.log(f'Loop: loss_chunk_size={loss_chunk_size} only applies '
