@@ -5,14 +5,17 @@
 The LM pipeline of `trax.data.inputs`' docstring, on text from the Python
 standard library (`tfnp_trax.data.pylm`), split into paragraphs:
 
-  paragraphs -> Tokenize (bytes) -> Dup -> Shuffle(1024)
-    -> FilterByLength(512) -> BucketByLength -> AddLossWeights(id_to_mask=0)
+  paragraphs -> Tokenize -> Dup -> Shuffle(1024) -> FilterByLength(512)
+    -> BucketByLength -> AddLossWeights(id_to_mask=0) -> Prefetch
 
-runs once over the corpus on each path, interleaved over several rounds, and
-the median tokens/s (real, unpadded tokens: the sum of the loss weights) is
-printed. Two tokenizers are measured: an in-graph bytes tokenizer
-(`tf.io.decode_raw`), and `data.Tokenize(vocab_type='char')`, which tokenizes
-in Python on both paths. The reference TransformerLM training step
+runs over the corpus on each path (Python iterators, as Trax; and a
+`tf.data.Dataset` source, where the steps run as tf.data ops on blocks of
+examples), interleaved over several rounds, and the median tokens/s (real,
+unpadded tokens: the sum of the loss weights) is printed, with the fp32
+matmul GFLOP/s of the machine at the time. Two tokenizers: `vocab_type='char'`
+(UTF-8 bytes; TensorFlow ops on the tf.data path) and Trax's
+`en_8k.subword` (Python on both paths; through `tf.py_function`, once per
+block, on the tf.data path). The reference TransformerLM training step
 (BENCHMARKS.md, batch 16 x 128 tokens) is timed in the same run through
 `step_one.py`, for the tokens/s the pipeline has to feed.
 
@@ -32,12 +35,13 @@ import tensorflow as tf
 
 from bench import _common
 from tfnp_trax import data
+from tfnp_trax.data import _vocab
 from tfnp_trax.data import pylm
-from tfnp_trax.data._tf_path import Step
 
 _STEP_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                             'step_one.py')
 _STEP_TOKENS = 16 * 128  # The reference LM's batch.
+_VOCAB_DIR = os.path.join(_common.REPO, 'tests', 'testdata', 'trax_vocab')
 _BOUNDARIES = [32, 64, 128, 256, 512]
 _BATCH_SIZES = [128, 64, 32, 16, 8, 4]
 
@@ -47,24 +51,16 @@ def paragraphs(max_bytes):
   return [p for p in train.tobytes().split(b'\n\n') if p.strip()]
 
 
-def bytes_tokenize():
-  """UTF-8 bytes as int64 ids: NumPy on one path, in-graph on the other."""
-  return Step(
-      'BytesTokenize',
-      lambda g: (np.frombuffer(t, np.uint8).astype(np.int64) for t in g),
-      lambda ds: ds.map(lambda t: tf.cast(tf.io.decode_raw(t, tf.uint8),
-                                          tf.int64),
-                        num_parallel_calls=tf.data.AUTOTUNE,
-                        deterministic=True))
-
-
 def pipeline(texts, on_dataset, tokenizer):
   if on_dataset:
     source = lambda _: tf.data.Dataset.from_tensor_slices(texts)
   else:
     source = lambda _: iter(texts)
-  tokenize = (bytes_tokenize() if tokenizer == 'bytes'
-              else data.Tokenize(vocab_type='char'))
+  if tokenizer == 'char':
+    tokenize = data.Tokenize(vocab_type='char')
+  else:
+    tokenize = data.Tokenize(vocab_type='subword', vocab_dir=_VOCAB_DIR,
+                             vocab_file='en_8k.subword')
   return data.Serial(
       source, tokenize, data.Dup(), data.Shuffle(1024),
       data.FilterByLength(max_length=512),
@@ -73,50 +69,72 @@ def pipeline(texts, on_dataset, tokenizer):
       data.Prefetch(2))()
 
 
-def tokens_per_second(texts, on_dataset, tokenizer):
-  """One pass over `texts`: (real tokens/s, padded tokens/s, first batch s).
+def tokens_per_second(texts, on_dataset, tokenizer, epochs):
+  """Times `epochs` passes over `texts` through the pipeline.
 
-  The rate is taken from the first batch on, so it leaves out building the
-  pipeline (tracing, on the tf.data path) and the shuffle queue's filling;
-  the time to the first batch is returned apart.
+  The clock starts once the pipeline is built (building traces the tf.data
+  functions; its time is returned apart) and runs to the last batch, so the
+  time to fill the shuffle queue and the first blocks is counted on both
+  paths, and work read ahead before the first batch is not counted twice.
+
+  Returns:
+    (real tokens/s, padded tokens/s, build seconds, first batch seconds).
   """
   np.random.seed(0)
+  if tokenizer == 'subword':
+    # The encoder caches words it has split; start each run cold, so that
+    # neither path profits from the one run before it.
+    encoder = _vocab.get_vocab('subword', 'en_8k.subword', _VOCAB_DIR)
+    encoder._cache.clear()  # pylint: disable=protected-access
   start = time.perf_counter()
-  stream = iter(pipeline(texts, on_dataset, tokenizer))
-  next(stream)
+  source = texts * epochs
+  stream = pipeline(source, on_dataset, tokenizer)
+  built = time.perf_counter()
+  stream = iter(stream)
+  batch = next(stream)
   first = time.perf_counter()
   real = padded = 0
-  for batch in stream:
+  while batch is not None:
     weights = batch[2]
     if on_dataset:
       # As Loop consumes a Dataset: tensors, read back only for counting.
       weights = weights.numpy()
     real += int(weights.sum())
     padded += weights.size
-  elapsed = time.perf_counter() - first
-  return real / elapsed, padded / elapsed, first - start
+    batch = next(stream, None)
+  elapsed = time.perf_counter() - built
+  return real / elapsed, padded / elapsed, built - start, first - built
 
 
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument('--rounds', type=int, default=3)
   parser.add_argument('--max-bytes', type=int, default=3_000_000)
+  parser.add_argument('--epochs', type=int, default=2,
+                      help='Passes over the corpus per measurement (char).')
+  parser.add_argument('--subword-bytes', type=int, default=1_000_000,
+                      help='Corpus bytes for the (slower) subword rows.')
   parser.add_argument('--no-step', action='store_true')
   args = parser.parse_args()
 
-  texts = paragraphs(args.max_bytes)
-  print(f'{len(texts)} paragraphs, {sum(map(len, texts))} bytes')
-  configs = [(tok, path) for tok in ('bytes', 'char') for path in
+  corpus = {'char': paragraphs(args.max_bytes),
+            'subword': paragraphs(args.subword_bytes)}
+  epochs = {'char': args.epochs, 'subword': 1}
+  for tok, texts in corpus.items():
+    print(f'{tok}: {len(texts)} paragraphs, {sum(map(len, texts))} bytes, '
+          f'{epochs[tok]} pass(es)')
+  configs = [(tok, path) for tok in ('char', 'subword') for path in
              ('generator', 'tf.data')]
   results = {c: [] for c in configs}
   steps = []
   for rnd in range(args.rounds):
     for tok, path in configs:
-      real, padded, first = tokens_per_second(texts, path == 'tf.data', tok)
-      results[(tok, path)].append((real, padded))
-      print(f'round {rnd}: {path:9s} tokenizer={tok:5s} {real:12,.0f} '
-            f'tokens/s ({padded:12,.0f} padded), first batch after '
-            f'{first:.2f}s', flush=True)
+      real, padded, build, first = tokens_per_second(
+          corpus[tok], path == 'tf.data', tok, epochs[tok])
+      results[(tok, path)].append(real)
+      print(f'round {rnd}: {path:9s} tokenizer={tok:7s} {real:12,.0f} '
+            f'tokens/s ({padded:12,.0f} padded), built in {build:.2f}s, '
+            f'first batch after {first:.2f}s', flush=True)
     if not args.no_step:
       r = _common.run_config(_STEP_SCRIPT,
                              ['--model', 'lm', '--impl', 'ours'])
@@ -124,15 +142,16 @@ def main():
       print(f'round {rnd}: TransformerLM step {steps[-1]:12,.0f} tokens/s',
             flush=True)
 
-  print()
-  median = {c: _common.median([r[0] for r in v]) for c, v in results.items()}
+  peak = _common.matmul_peak_gflops()
+  print(f'\nfp32 matmul peak here: {peak:.0f} GFLOP/s\n')
+  median = {c: _common.median(v) for c, v in results.items()}
   step = _common.median(steps) if steps else None
   for (tok, path), value in median.items():
-    line = f'{path:9s} tokenizer={tok:5s} {value:12,.0f} tokens/s'
+    line = f'{path:9s} tokenizer={tok:7s} {value:12,.0f} tokens/s'
     if step:
       line += f'  {value / step:6.1f}x the LM step'
     print(line)
-  for tok in ('bytes', 'char'):
+  for tok in ('char', 'subword'):
     ratio = median[(tok, 'tf.data')] / median[(tok, 'generator')]
     print(f'tokenizer={tok}: tf.data / generator = {ratio:.2f}x')
   if step:

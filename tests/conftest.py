@@ -4,6 +4,14 @@ TensorFlow's NumPy behaviour is switched on by importing tfnp_trax.fastmath.
 Tests that need several logical devices or processes start their own
 subprocess (see tests/_subprocess.py), because logical devices must be
 configured before TensorFlow initialises and this process has already done so.
+
+Determinism: op determinism is on for every test in this process, and each
+test starts from the same global TensorFlow seed, so a test gives the same
+numbers on every run on one machine, whatever else ran before it. TensorFlow
+does not promise the same numbers on another CPU (its kernels pick SIMD code
+paths and thread splits by machine), so tests that assert learning set their
+thresholds from the spread over seeds (see tests/rl/actor_critic_test.py).
+Subprocesses started by tests do not inherit op determinism.
 """
 
 import os
@@ -12,8 +20,19 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 import numpy as np  # pylint: disable=g-import-not-at-top
 import pytest  # pylint: disable=g-import-not-at-top
+import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from tfnp_trax import fastmath  # pylint: disable=g-import-not-at-top,unused-import
+
+# With op determinism on, a random op without a seed raises instead of
+# drawing from the OS (so does tf.timestamp); the fixture below gives every
+# such op a seed. tfnp_trax itself draws with stateless ops and explicit keys.
+tf.config.experimental.enable_op_determinism()
+
+
+@pytest.fixture(autouse=True)
+def _same_tensorflow_seed_for_every_test():
+  tf.random.set_seed(0)
 
 
 @pytest.fixture

@@ -53,9 +53,12 @@ print(f'{type(strategy).__name__} with {n_replicas} replica(s)')
 # ## Data
 #
 # `load_digits_split` returns images of shape (N, 8, 8, 1) in [0, 1] and
-# integer labels. `classification_batches` yields `(inputs, targets,
-# weights)` batches forever, reshuffling every epoch. The batch is split
-# over the replicas, so its size is a multiple of their number.
+# integer labels. The input pipeline is written with Trax's data
+# combinators: `data.Serial` chains a source (a function yielding
+# `(image, label)` examples forever) with `Shuffle`, `Batch` and
+# `AddLossWeights`, which adds the `weights` that `TrainTask` and the
+# weighted losses expect. The batch is split over the replicas, so its
+# size is a multiple of their number.
 
 # %%
 (x_train, y_train), (x_test, y_test) = data.load_digits_split()
@@ -68,10 +71,29 @@ for ax, image, label in zip(axes, x_train, y_train):
   ax.axis('off')
 plt.show()
 
+def digits_stream(x, y, seed):
+  """Yields `(image, label)` examples forever, in a new order every epoch."""
+  rng = np.random.default_rng(seed)
+  while True:
+    for i in rng.permutation(len(y)):
+      yield x[i], y[i]
+
+
+def digits_pipeline(x, y, batch_size, seed):
+  return data.Serial(
+      lambda _: digits_stream(x, y, seed),
+      data.Shuffle(256),
+      data.Batch(batch_size),
+      data.AddLossWeights(),
+  )
+
+
+np.random.seed(0)  # Shuffle draws from NumPy's global random stream.
 batch_size = 32 * n_replicas
-train_batches = data.classification_batches(x_train, y_train, batch_size,
-                                            seed=0)
-eval_batches = data.classification_batches(x_test, y_test, 64, seed=1)
+train_batches = digits_pipeline(x_train, y_train, batch_size, seed=0)()
+eval_batches = digits_pipeline(x_test, y_test, 64, seed=1)()
+images, labels, weights = next(train_batches)
+print('batch', images.shape, labels.shape, weights.dtype)
 
 # %% [markdown]
 # ## Model and tasks

@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 
 from tests import _subprocess
@@ -44,36 +45,42 @@ def test_digits_mlp_learns_and_exports(tmp_path):
   assert abs(exported - accuracy) < 5e-5  # The CLI prints 4 decimals.
 
 
-def test_pylm_short_run_reports_bits_per_char_and_samples(tmp_path):
-  out = _train('--steps', '40', '--eval_every', '20', '--d_model', '32',
-               '--n_layers', '1', '--seq_len', '32', '--sample_length', '20',
-               '--output_dir', str(tmp_path))
-  assert out.returncode == 0, out.stderr[-3000:]
+def test_pylm_short_run_reports_bits_per_char_and_samples(tmp_path, capsys):
+  # In this process: two more interpreters would double the test's time
+  # just importing TensorFlow; the digits test covers `python -m`.
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  flags = ['--steps', '40', '--d_model', '32', '--n_layers', '1',
+           '--seq_len', '32', '--output_dir', str(tmp_path)]
+  assert train.main(['tfnp-trax train', *flags, '--eval_every', '20',
+                     '--sample_length', '20']) == 0
+  out = capsys.readouterr().out
   match = re.search(r'Eval: ([0-9.]+) bits/char \(unigram baseline '
-                    r'([0-9.]+) bits/char\)', out.stdout)
-  assert match, out.stdout[-2000:]
+                    r'([0-9.]+) bits/char\)', out)
+  assert match, out[-2000:]
   assert 0 < float(match[1]) < 8.0
-  assert 'Sample:' in out.stdout
+  assert 'Sample:' in out
   # A second run resumes, and with nothing left to do, finishes at once.
-  again = _train('--steps', '40', '--d_model', '32', '--n_layers', '1',
-                 '--seq_len', '32', '--sample_length', '0', '--output_dir',
-                 str(tmp_path))
-  assert 'Resumed from' in again.stdout and 'at step 40' in again.stdout
+  assert train.main(['tfnp-trax train', *flags, '--sample_length', '0']) == 0
+  again = capsys.readouterr().out
+  assert 'Resumed from' in again and 'at step 40' in again, again[-2000:]
 
 
-def test_noresume_refuses_to_overwrite(tmp_path):
+def test_noresume_refuses_to_overwrite(tmp_path, capsys):
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
   (tmp_path / 'checkpoints' / 'ckpt-1').mkdir(parents=True)
-  out = _train('--task', 'digits', '--model', 'mlp', '--noresume',
-               '--output_dir', str(tmp_path))
-  assert out.returncode == 2
-  assert 'already holds checkpoints and --noresume was given' in out.stderr
+  assert train.main(['tfnp-trax train', '--task', 'digits', '--model', 'mlp',
+                     '--noresume', '--output_dir', str(tmp_path)]) == 2
+  assert ('already holds checkpoints and --noresume was given' in
+          capsys.readouterr().err)
 
 
 def test_model_and_task_mismatch_is_a_clear_error(tmp_path):
-  out = _train('--task', 'pylm', '--model', 'mlp', '--output_dir',
-               str(tmp_path))
-  assert out.returncode != 0
-  assert '--model mlp needs --task digits, got --task pylm' in out.stderr
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  with pytest.raises(flags.ValidationError,
+                     match='--model mlp needs --task digits, got --task pylm'):
+    train.main(['tfnp-trax train', '--task', 'pylm', '--model', 'mlp',
+                '--output_dir', str(tmp_path)])
 
 
 def test_help_lists_the_flags():

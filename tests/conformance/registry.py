@@ -318,6 +318,39 @@ _add('TransformerLM',
      lambda: models.TransformerLM(16, d_model=8, d_ff=16, n_layers=1,
                                   n_heads=2, max_len=8, mode='eval'),
      _i(2, 6), int_high=16, tolerance=1e-4, follows_dtype=False)
+_add('ConfigurableTransformerLM',
+     lambda: models.ConfigurableTransformerLM(16, d_model=8, d_ff=16,
+                                              n_layers=1, n_heads=2,
+                                              max_len=8, mode='eval'),
+     _i(2, 6), int_high=16, tolerance=1e-4, follows_dtype=False)
+_add('ConfigurableTransformerEncoder',
+     lambda: models.ConfigurableTransformerEncoder(
+         12, n_classes=3, d_model=8, d_ff=16, n_layers=1, n_heads=2,
+         max_len=8, mode='eval'),
+     _i(2, 5), int_high=12, tolerance=1e-4, follows_dtype=False)
+_add('ConfigurableTransformer',
+     lambda: models.ConfigurableTransformer(
+         12, d_model=8, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
+         n_heads=2, max_len=8, mode='eval'),
+     (_i(2, 5), _i(2, 4)), int_high=12, tolerance=1e-4, follows_dtype=False)
+# Reformers: reversible two-stream stacks with chunked (LSH-free) attention,
+# in eval mode, so eager and XLA agree.
+_add('ReformerLM',
+     lambda: models.ReformerLM(16, d_model=8, d_ff=16, d_attention_key=4,
+                               d_attention_value=4, n_layers=2, n_heads=2,
+                               max_len=8, mode='eval'),
+     _i(2, 8), int_high=16, tolerance=1e-4, follows_dtype=False)
+_add('ReformerShortenLM',
+     lambda: models.ReformerShortenLM(16, shorten_factor=2, d_embedding=4,
+                                      d_model=8, d_ff=16, d_attention_key=4,
+                                      d_attention_value=4, n_layers=1,
+                                      n_heads=2, max_len=8, mode='eval'),
+     _i(2, 8), int_high=16, tolerance=1e-4, follows_dtype=False)
+_add('Reformer',
+     lambda: models.Reformer(12, d_model=8, d_ff=16, n_encoder_layers=1,
+                             n_decoder_layers=1, n_heads=2, max_len=8,
+                             mode='eval'),
+     (_i(2, 5), _i(2, 4)), int_high=12, tolerance=1e-4, follows_dtype=False)
 _add('Transformer',
      lambda: models.Transformer(12, d_model=8, d_ff=16, n_encoder_layers=1,
                                 n_decoder_layers=1, n_heads=2, max_len=8,

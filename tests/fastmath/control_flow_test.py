@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import _modes
 from tfnp_trax import fastmath
@@ -155,3 +156,24 @@ def test_grad_through_scan(mode):
   w64, eps = float(w), 1e-6
   want = (ref(w64 + eps) - ref(w64 - eps)) / (2 * eps)
   np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+def test_after_orders_a_traced_graph_and_keeps_values():
+  # Eagerly `after` is the identity; traced, the identity waits for deps.
+  x = tf.constant([1.0, 2.0])
+  assert fastmath.after(x, tf.constant(3.0)) is x
+
+  @tf.function
+  def traced(a, b):
+    y = fastmath.after({'k': a * 2.0, 'none': None}, [b, None])
+    return y['k'], y['none']
+
+  graph = traced.get_concrete_function(
+      tf.TensorSpec([2]), tf.TensorSpec([])).graph
+  identities = [op for op in graph.get_operations() if op.type == 'Identity'
+                and op.control_inputs]
+  assert [c.name for op in identities for c in op.control_inputs] == [
+      'b']
+  got, none = traced(x, tf.constant(5.0))
+  np.testing.assert_array_equal(got.numpy(), [2.0, 4.0])
+  assert none is None

@@ -11,15 +11,35 @@ from tfnp_trax.rl import task as task_lib
 
 RANDOM_CARTPOLE_RETURN = 22.0  # Mean return of uniformly random actions.
 
+# Learning thresholds come from the spread over seeds, not from one run: a
+# different machine (CPU, thread count, library builds) rounds differently,
+# which changes a run much as a new seed does.
+# CartPole PPO after 40 epochs, random_seed 0-7 (measured on one machine):
+#   greedy return (10 episodes) 120.5, 196.2, 393.0, 160.2, 129.2, 234.9,
+#   116.9, 114.6 (seeds 5-7, evaluated every 10 epochs, dipped to 76.1 at
+#   epoch 30); training return (last 20 episodes) gained 84.6, 53.7, 114.2,
+#   106.9, 116.4 over seeds 0-4.
+CARTPOLE_MIN_GREEDY_RETURN = RANDOM_CARTPOLE_RETURN + 40
+CARTPOLE_MIN_TRAINING_GAIN = 25.0
+# Gaussian PPO on Pendulum after 50 epochs, random_seed 0-4: the paired
+# greedy return gained 624.5, 812.7, 638.1, 935.2, 402.7 (seed 0 gained
+# 234 on a 2-core AVX2 machine; evaluated every 10 epochs, epochs 40-60
+# never gained under 309); the training return gained 531.8, 645.5, 694.7,
+# 1305.4, 406.1.
+PENDULUM_MIN_GREEDY_GAIN = 100.0
+PENDULUM_MIN_TRAINING_GAIN = 200.0
+
 
 def test_ppo_learns_cartpole():
-  """10k env steps lift the greedy return far above a random policy's."""
+  """10k env steps lift the greedy return well above a random policy's."""
   agent = presets.make_agent('ppo', 'CartPole-v1', random_seed=0)
   agent.run(40)
   assert agent.env_steps == 40 * 256
   returns = agent.evaluate(n_episodes=10)
-  assert np.mean(returns) >= RANDOM_CARTPOLE_RETURN + 75, returns
-  assert agent.avg_returns[-1] > agent.avg_returns[0] + 50
+  assert np.mean(returns) >= CARTPOLE_MIN_GREEDY_RETURN, returns
+  assert agent.avg_returns[-1] >= (agent.avg_returns[0] +
+                                   CARTPOLE_MIN_TRAINING_GAIN), (
+                                       agent.avg_returns)
   for name in ('policy_loss', 'policy_entropy', 'advantage_mean',
                'clip_fraction', 'approximate_kl_divergence'):
     assert len(agent.history.get('policy', name)) == 40
@@ -32,16 +52,20 @@ def test_ppo_learns_cartpole():
 
 
 def test_gaussian_ppo_improves_on_pendulum():
-  """25.6k env steps improve the greedy return by over 300 (from ~-1100).
+  """25.6k env steps improve both the greedy and the training returns.
 
-  Both evaluations use the same 10 start states, so the comparison is
-  paired.
+  Both greedy evaluations use the same 10 start states, so that comparison
+  is paired; the training return averages the last 20 episodes, which
+  smooths the epoch-to-epoch swings of the greedy policy.
   """
   agent = presets.make_agent('ppo', 'Pendulum-v1', random_seed=0)
   before = np.mean(agent.evaluate(n_episodes=10))
   agent.run(50)
   after = np.mean(agent.evaluate(n_episodes=10))
-  assert after >= before + 300, (before, after)
+  assert after >= before + PENDULUM_MIN_GREEDY_GAIN, (before, after)
+  assert agent.avg_returns[-1] >= (agent.avg_returns[0] +
+                                   PENDULUM_MIN_TRAINING_GAIN), (
+                                       agent.avg_returns)
 
 
 @pytest.mark.parametrize('algo', ['a2c', 'awr'])

@@ -171,7 +171,8 @@ def test_length_limit_is_a_named_bound_that_tracks_the_cache(lm_pair):
   assert bound.layer_name in ('PositionalEncoding',
                               'DotProductCausalAttention')
   cached(jnp.zeros((2, 3), jnp.int32))  # A 3-token prompt fills the cache.
-  assert _decode_utils.length_limit(cached, eval_mode=False)[1:] == (12, 3)
+  bound = _decode_utils.length_limit(cached, eval_mode=False)
+  assert (bound.limit, bound.position, bound.room) == (12, 3, 9)
   # In eval mode nothing is cached: the positional encoding bounds from 0.
   assert _decode_utils.length_limit(full, eval_mode=True) == (
       _decode_utils.LengthBound('PositionalEncoding', 12, 0))

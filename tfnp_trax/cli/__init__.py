@@ -3,6 +3,8 @@
 import importlib
 import sys
 
+from absl import flags
+
 __all__ = ['run']
 
 _COMMANDS = {'train': 'tfnp_trax.cli.train', 'rl': 'tfnp_trax.cli.rl'}
@@ -29,7 +31,14 @@ def run(argv=None):
     print(f'usage: {prog} {command} [--flags]\n')
     print(module.FLAGS.get_help())
     return 0
-  return module.main([f'{prog} {command}'] + rest)
+  try:
+    return module.main([f'{prog} {command}'] + rest)
+  except flags.Error as e:
+    # A bad flag value (an unknown enum choice, 'ten' for an integer) is a
+    # usage error: say which and exit 2, as for unknown flags, not a crash.
+    print(f'{prog} {command}: {e}\nRun `{prog} {command} --help` for the '
+          f'flags.', file=sys.stderr)
+    return 2
 
 
 if __name__ == '__main__':

@@ -17,6 +17,7 @@ import tensorflow as tf
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.data import _padding
+from tfnp_trax.data import _shuffle_blocks
 from tfnp_trax.data import _tf_path
 from tfnp_trax.data._tf_path import Step
 
@@ -57,19 +58,32 @@ def Serial(*fns):  # pylint: disable=invalid-name
   """Chains stream functions (nested lists are flattened), first to last.
 
   The first function is called with None, so it can be a source. On a
-  Dataset, our steps run as tf.data ops; a plain user function there is
-  handed the Dataset read as NumPy (Trax's contract), and the rest of the
+  Dataset, our steps run as tf.data ops, and runs of steps that work on
+  blocks of examples pass `Blocks` between them; a plain user function there
+  is handed the Dataset read as NumPy (Trax's contract), and the rest of the
   chain then runs in Python.
   """
   steps = fastmath.tree_flatten(fns)
 
-  def run(generator=None):
+  def chain(generator):
     for f in steps:
-      if _tf_path.is_dataset(generator) and not isinstance(f, Step):
-        generator = _tf_path.to_stream(generator)
+      if not isinstance(f, Step):
+        if isinstance(generator, _tf_path.Blocks) or _tf_path.is_dataset(
+            generator):
+          generator = _tf_path.to_stream(generator)
+      elif (f.block_fn is not None and _tf_path.is_dataset(generator) and
+            _tf_path.can_block(generator)):
+        generator = _tf_path.to_blocks(generator)
       generator = f(generator)
     return generator
-  return Step('Serial', run, run)
+
+  def run(generator=None):
+    generator = chain(generator)
+    if isinstance(generator, _tf_path.Blocks):
+      return generator.unblock()
+    return generator
+  # Nested in another Serial, blocks pass through without being unblocked.
+  return Step('Serial', run, run, chain)
 
 
 def _round_robin_passes(counters):
@@ -227,18 +241,27 @@ def shuffle(samples, queue_size):
 def Shuffle(queue_size=1024):  # pylint: disable=invalid-name
   """Shuffles a stream (see `shuffle`); on a Dataset, `Dataset.shuffle`.
 
-  The Dataset's seed is drawn from NumPy's global stream when the step is
-  applied to a Dataset, so `np.random.seed` fixes both paths (each in its
+  Inside `Serial`, on blocks of examples, the same buffer of `queue_size`
+  examples is drawn from a block at a time (see `_shuffle_blocks`). The
+  Dataset's seed is drawn from NumPy's global stream when the step is
+  applied to a Dataset, so `np.random.seed` fixes every path (each in its
   own order).
   """
   if queue_size < 1:
     raise ValueError(f'Shuffle: queue_size ({queue_size}) is less than 1.')
 
+  # Drawn when applied, not when the step is made, so that the Python
+  # path's draws stay exactly Trax's.
+  def seed():
+    return int(np.random.randint(2**31 - 1))
+
   def dataset_fn(ds):
-    # Drawn here, not when the step is made, so that the Python path's
-    # draws stay exactly Trax's.
-    return ds.shuffle(queue_size, seed=int(np.random.randint(2**31 - 1)))
-  return Step('Shuffle', lambda g: shuffle(g, queue_size), dataset_fn)
+    return ds.shuffle(queue_size, seed=seed())
+
+  def block_fn(blocks):
+    return _shuffle_blocks.shuffle_blocks(blocks, queue_size, seed())
+  return Step('Shuffle', lambda g: shuffle(g, queue_size), dataset_fn,
+              block_fn)
 
 
 def _batch_arrays(examples, where, first_index):
@@ -397,7 +420,12 @@ def Dup():  # pylint: disable=invalid-name
     if not _tf_path.is_tuple_element(ds):
       return ds.map(lambda x: (x, x))
     return _tf_path.dataset_map(ds, dup)
-  return Step('Dup', lambda g: map(dup, g), dataset_fn)
+
+  def block_fn(blocks):
+    d = blocks.dtypes
+    return blocks.map(lambda xs: (xs[0], xs[0], *xs[1:]), tupled=True,
+                      dtypes=(d[0], d[0], *d[1:]))
+  return Step('Dup', lambda g: map(dup, g), dataset_fn, block_fn)
 
 
 def CastTo(dtype=np.int32, indices=(0, 1,), debug=False):  # pylint: disable=invalid-name

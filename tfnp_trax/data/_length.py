@@ -10,6 +10,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from tfnp_trax.data import _bucket_blocks
 from tfnp_trax.data import _padding
 from tfnp_trax.data import _tf_path
 from tfnp_trax.data._combinators import debug_pipeline
@@ -48,6 +49,27 @@ def _dataset_length_fn(ds, length_axis, length_keys, where):
   return lambda x: tf.shape(x, out_type=tf.int64)[length_axis]
 
 
+def _block_length_fn(blocks, length_axis, length_keys, where):
+  """Per-block lengths `[k]` (int64), or None where blocks cannot measure.
+
+  Blocks hold vectors as ragged rows, so lengths along the one axis are the
+  row lengths; other layouts take the per-example path.
+  """
+  specs = blocks.element_spec
+  specs = specs if isinstance(specs, tuple) else (specs,)
+  keys = length_keys if blocks.tupled else [0]
+  for key in keys:
+    _check_key(where, key, len(specs))
+  if length_axis not in (0, -1) or any(specs[k].shape.rank != 1
+                                       for k in keys):
+    return None
+
+  def fn(xs):
+    return tf.reduce_max(tf.stack([xs[k].row_lengths() for k in keys]),
+                         axis=0)
+  return fn
+
+
 def FilterByLength(max_length, min_length=0,  # pylint: disable=invalid-name
                    length_keys=None, length_axis=0):
   """Keeps examples whose length is in `[min_length, max_length]`.
@@ -83,7 +105,23 @@ def FilterByLength(max_length, min_length=0,  # pylint: disable=invalid-name
         ok = tf.logical_and(ok, n >= min_length)
       return ok
     return ds.filter(predicate)
-  return Step('FilterByLength', python_fn, dataset_fn)
+
+  def block_fn(blocks):
+    measure = _block_length_fn(blocks, length_axis, length_keys,
+                               'FilterByLength')
+    if measure is None:
+      return dataset_fn(blocks.unblock())
+
+    def kept(xs):
+      n = measure(xs)
+      ok = tf.ones_like(n, tf.bool)
+      if max_length is not None:
+        ok = tf.logical_and(ok, n <= max_length)
+      if min_length is not None:
+        ok = tf.logical_and(ok, n >= min_length)
+      return tf.where(ok)[:, 0]
+    return blocks.take(kept)
+  return Step('FilterByLength', python_fn, dataset_fn, block_fn)
 
 
 def FilterEmptyExamples(axes=None, debug=False):  # pylint: disable=invalid-name
@@ -348,77 +386,20 @@ def _pad_for_bucket(key, xs, boundaries, n_buckets, strict_pad_on_len):
       x, tf.gather(bounds, key), strict_pad_on_len) for x in xs)
 
 
-def _scan_bucket(ds, key_fn, boundaries, batch_sizes, strict_pad_on_len):
-  """Bucketing of rank-1 values as one `scan` over a flat pending buffer.
-
-  The state holds every pending example, in arrival order: its bucket key,
-  and per position its values (concatenated) and length. An example is
-  appended; when its bucket then holds a full batch, that bucket's examples
-  are taken out and emitted. This costs microseconds per example, where
-  `group_by_window` builds a new dataset for every batch.
-  """
-  specs = ds.element_spec
-  positions = range(len(specs))
-  n = len(batch_sizes)
-  sizes = tf.constant(batch_sizes, tf.int64)
-  empty = tuple((tf.zeros([0], specs[p].dtype), tf.zeros([0], tf.int64))
-                for p in positions)
-  init = (tf.zeros([n], tf.int64), tf.zeros([0], tf.int64), empty)
-
-  def step(state, xs):
-    counts, keys, pending = state
-    key = key_fn(*xs)
-    keys = tf.concat([keys, [key]], 0)
-    pending = tuple(
-        (tf.concat([pending[p][0], xs[p]], 0),
-         tf.concat([pending[p][1], tf.shape(xs[p], out_type=tf.int64)], 0))
-        for p in positions)
-    counts = tf.tensor_scatter_nd_add(counts, [[key]], [1])
-    full = tf.equal(tf.gather(counts, key), tf.gather(sizes, key))
-
-    def emit():
-      chosen = tf.equal(keys, key)
-      others = tf.logical_not(chosen)
-
-      def take(mask):
-        out = []
-        for values, lengths in pending:
-          # Each value belongs to the example its row id names.
-          row_ids = tf.repeat(tf.range(tf.size(lengths)), lengths)
-          out.append((tf.boolean_mask(values, tf.gather(mask, row_ids)),
-                      tf.boolean_mask(lengths, mask)))
-        return tuple(out)
-      rest = (tf.tensor_scatter_nd_update(counts, [[key]], [0]),
-              tf.boolean_mask(keys, others), take(others))
-      return rest, (True, key, take(chosen))
-
-    def keep():
-      return (counts, keys, pending), (False, key, empty)
-    return tf.cond(full, emit, keep)
-
-  def to_batch(full, key, emitted):
-    del full
-    xs = tuple(tf.RaggedTensor.from_row_lengths(v, lengths).to_tensor()
-               for v, lengths in emitted)
-    return _pad_for_bucket(key, xs, boundaries, n, strict_pad_on_len)
-
-  # Plain TensorFlow code: autograph's conversion would only cost time.
-  step = tf.autograph.experimental.do_not_convert(step)
-  to_batch = tf.autograph.experimental.do_not_convert(to_batch)
-  return (ds.scan(init, step)
-          .filter(lambda full, key, emitted: full)
-          .map(to_batch, num_parallel_calls=tf.data.AUTOTUNE,
-               deterministic=True))
+def _blockable_buckets(blocks, boundaries):
+  # Blocks place examples by comparing lengths with int boundaries and pad
+  # numbers; Trax's bucketing of bare arrays (zipping their rows) keeps the
+  # per-example path.
+  return blocks.tupled and not any(
+      isinstance(b, (list, tuple)) for b in boundaries) and not any(
+          s.dtype == tf.string and s.shape.rank == 1
+          for s in blocks.element_spec)
 
 
 def _dataset_bucket(ds, measure, boundaries, batch_sizes, strict_pad_on_len):
-  """`bucket_by_length` in tf.data: same batches, same order."""
+  """`bucket_by_length` in tf.data, per example: same batches, same order."""
   key_fn = _bucket_key_fn(measure, boundaries, batch_sizes)
   tupled = _tf_path.is_tuple_element(ds)
-  specs = ds.element_spec if tupled else (ds.element_spec,)
-  if tupled and all(s.shape.rank == 1 for s in specs):
-    return _scan_bucket(ds, key_fn, boundaries, batch_sizes,
-                        strict_pad_on_len)
   sizes = tf.constant(batch_sizes, tf.int64)
 
   def reduce_fn(key, window):
@@ -437,7 +418,8 @@ def BucketByLength(boundaries, batch_sizes,  # pylint: disable=invalid-name
                    length_keys=None, length_axis=0, strict_pad_on_len=False):
   """Batches by length (see `bucket_by_length`); length from `length_keys`.
 
-  On a Dataset this runs as `group_by_window` with `padded_batch`, giving
+  On a Dataset of scalar and vector values this runs on blocks of examples
+  (see `_bucket_blocks`); other Datasets use `group_by_window`. Both give
   the same batches in the same order as the Python path.
   """
   _check_buckets(boundaries, batch_sizes, 'BucketByLength')
@@ -450,9 +432,22 @@ def BucketByLength(boundaries, batch_sizes,  # pylint: disable=invalid-name
     return bucket_by_length(g, measure, boundaries, batch_sizes,
                             strict_pad_on_len)
 
+  def block_fn(blocks):
+    measure = _block_length_fn(blocks, length_axis, length_keys,
+                               'BucketByLength')
+    if measure is None or not _blockable_buckets(blocks, boundaries):
+      return dataset_fn(blocks.unblock())
+    return _bucket_blocks.bucket_blocks(blocks, measure, boundaries,
+                                        batch_sizes, strict_pad_on_len)
+
   def dataset_fn(ds):
+    if _tf_path.can_block(ds):
+      blocks = _tf_path.to_blocks(ds)
+      if (_blockable_buckets(blocks, boundaries) and _block_length_fn(
+          blocks, length_axis, length_keys, 'BucketByLength') is not None):
+        return block_fn(blocks)
     measure = _dataset_length_fn(ds, length_axis, length_keys,
                                  'BucketByLength')
     return _dataset_bucket(ds, measure, boundaries, batch_sizes,
                            strict_pad_on_len)
-  return Step('BucketByLength', python_fn, dataset_fn)
+  return Step('BucketByLength', python_fn, dataset_fn, block_fn)

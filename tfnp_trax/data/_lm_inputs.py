@@ -56,32 +56,61 @@ def add_loss_weights(generator, id_to_mask=None):
     yield _weights(example, id_to_mask, 'AddLossWeights', i)
 
 
-def _add_loss_weights_dataset(ds, id_to_mask):
-  n = _tf_path.element_arity(ds)
-  if not _tf_path.is_tuple_element(ds) or n < 2 or n > 3:
+def _loss_weights_fn(arity, tupled, targets_dtype, id_to_mask,
+                     targets_fn=lambda t: t):
+  """`(inputs, targets[, weights])` -> with float32 weights; None: unchanged.
+
+  Works on one example or on a block (ragged values), as TensorFlow's ops
+  dispatch on both; `targets_fn` gives the targets in their own dtype, to
+  compare with `id_to_mask`.
+  """
+  if not tupled or arity < 2 or arity > 3:
     if id_to_mask is not None:
-      raise ValueError(f'AddLossWeights: examples have {n} value(s); '
+      raise ValueError(f'AddLossWeights: examples have {arity} value(s); '
                        f'masking id {id_to_mask} needs '
                        f'(inputs, targets[, weights]).')
-    return ds
-  _tf_path.check_ids_dtype('AddLossWeights', 1, ds.element_spec[1].dtype)
+    return None
+  _tf_path.check_ids_dtype('AddLossWeights', 1, targets_dtype)
 
   def add(xs):
     targets = xs[1]
-    weights = (tf.ones_like(targets, tf.float32) if n == 2
-               else tf.cast(xs[2], tf.float32))
-    if id_to_mask is not None:
-      weights *= tf.cast(tf.not_equal(
-          targets, tf.cast(id_to_mask, targets.dtype)), tf.float32)
+    if id_to_mask is None:
+      weights = (tf.ones_like(targets, tf.float32) if arity == 2
+                 else tf.cast(xs[2], tf.float32))
+      return (xs[0], targets, weights)
+    ids = targets_fn(targets)
+    kept = tf.cast(tf.not_equal(ids, tf.cast(id_to_mask, ids.dtype)),
+                   tf.float32)
+    # Ones times the mask is the mask: one op less per batch.
+    weights = kept if arity == 2 else tf.cast(xs[2], tf.float32) * kept
     return (xs[0], targets, weights)
-  return _tf_path.dataset_map(ds, add)
+  return add
+
+
+def _add_loss_weights_dataset(ds, id_to_mask):
+  tupled = _tf_path.is_tuple_element(ds)
+  add = _loss_weights_fn(_tf_path.element_arity(ds), tupled,
+                         ds.element_spec[1].dtype if tupled else None,
+                         id_to_mask)
+  return ds if add is None else _tf_path.dataset_map(ds, add)
+
+
+def _add_loss_weights_blocks(blocks, id_to_mask):
+  dtypes = blocks.dtypes
+  add = _loss_weights_fn(
+      len(dtypes), blocks.tupled, dtypes[min(1, len(dtypes) - 1)],
+      id_to_mask, lambda t: tf.cast(t, dtypes[1]))
+  if add is None:
+    return blocks
+  return blocks.map(add, dtypes=(dtypes[0], dtypes[1], tf.float32))
 
 
 def AddLossWeights(id_to_mask=None):  # pylint: disable=invalid-name
   """Adds loss weights (see `add_loss_weights`)."""
   return Step('AddLossWeights',
               debug_pipeline(lambda g: add_loss_weights(g, id_to_mask)),
-              lambda ds: _add_loss_weights_dataset(ds, id_to_mask))
+              lambda ds: _add_loss_weights_dataset(ds, id_to_mask),
+              lambda blocks: _add_loss_weights_blocks(blocks, id_to_mask))
 
 
 def ConcatenateToLMInput(pad_to_length=None):  # pylint: disable=invalid-name

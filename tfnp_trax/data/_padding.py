@@ -16,7 +16,8 @@ import math
 import numpy as np
 import tensorflow as tf
 
-__all__ = ['pad_to_max_dims', 'pad_batch_like_trax', 'next_power_of_two']
+__all__ = ['pad_to_max_dims', 'pad_batch_like_trax', 'padded_sizes',
+           'next_power_of_two']
 
 
 def next_power_of_two(n):
@@ -101,6 +102,29 @@ def _next_power_of_two_tensor(n):
   return n + 1
 
 
+def padded_sizes(sizes, boundary, strict_pad_on_len=False):
+  """Trax's padded size for each largest size in `sizes`, elementwise.
+
+  Args:
+    sizes: int64 tensor of largest sizes (any shape).
+    boundary: int or int64 tensor broadcastable to `sizes`; a negative value
+      stands for None (no boundary: no extra padding).
+    strict_pad_on_len: as in `pad_to_max_dims`.
+
+  Returns:
+    An int64 tensor shaped like `sizes`.
+  """
+  b = tf.cast(boundary, tf.int64)
+  if strict_pad_on_len:
+    safe = tf.maximum(b, 1)
+    rule = tf.where(b > 0, (sizes + safe - 1) // safe * safe, sizes)
+  else:
+    target = tf.maximum(sizes, b)
+    rule = tf.where(2 * sizes < target, _next_power_of_two_tensor(sizes),
+                    target)
+  return tf.where(b < 0, sizes, rule)
+
+
 def pad_batch_like_trax(batch, boundary=None, strict_pad_on_len=False):
   """Pads a batch, already padded to its max dims, as `pad_to_max_dims` would.
 
@@ -128,15 +152,7 @@ def pad_batch_like_trax(batch, boundary=None, strict_pad_on_len=False):
     targets = tf.stack([dims[i] if not b else (dims[i] + b - 1) // b * b
                         for i, b in enumerate(boundary)])
   else:
-    b = tf.cast(boundary, tf.int64)
-    if strict_pad_on_len:
-      safe = tf.maximum(b, 1)
-      rule = tf.where(b > 0, (dims + safe - 1) // safe * safe, dims)
-    else:
-      target = tf.maximum(dims, b)
-      rule = tf.where(2 * dims < target, _next_power_of_two_tensor(dims),
-                      target)
-    targets = tf.where(b < 0, dims, rule)
+    targets = padded_sizes(dims, boundary, strict_pad_on_len)
   paddings = tf.stack([tf.zeros_like(targets), targets - dims], axis=1)
   paddings = tf.concat([tf.zeros([1, 2], tf.int64), paddings], axis=0)
   return tf.pad(batch, paddings)

@@ -3,8 +3,9 @@
 As in Trax, `Tokenize(...)` returns a function from a stream (a Python
 iterator of strings, tuples or dicts) to a stream with the chosen strings
 replaced by NumPy int64 id arrays. Here the same function also accepts a
-`tf.data.Dataset` and returns the dataset mapped the same way (through
-`tf.py_function`), giving identical ids.
+`tf.data.Dataset` and returns the dataset mapped the same way, giving
+identical ids: in TensorFlow ops for UTF-8 bytes (`vocab_type='char'`),
+through `tf.py_function` for the vocabularies that need Python.
 """
 
 import os
@@ -45,30 +46,34 @@ def _map_fields(example, keys, fn):
   return fn(example)
 
 
-def _map_dataset(dataset, keys, encode_fn, caller):
-  """Maps `encode_fn` over the string fields of a `tf.data.Dataset`."""
+def _check_text(caller, name, t, rank):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if t.dtype != tf.string:
+    raise ValueError(f'{caller}: field {name!r} of the dataset has dtype '
+                     f'{t.dtype.name}; only tf.string fields can be '
+                     'tokenized. Choose the text fields with keys=[...].')
+  if t.shape.rank != rank:
+    shape = t.shape if rank == 0 else t.shape[1:]
+    raise ValueError(f'{caller}: field {name!r} has shape {shape}; '
+                     'tokenize examples before batching them.')
+
+
+def _chosen(keys, name, t):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if keys is None:
+    return t.dtype == tf.string  # keys=None: every string field.
+  return name in keys
+
+
+def _map_dataset(dataset, keys, encode_tensor, caller):
+  """Maps `encode_tensor` (scalar string -> ids) over a Dataset's fields."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  def encode_tensor(t):
-    ids = tf.py_function(lambda s: encode_fn(s.numpy()), [t], tf.int64)
-    ids.set_shape([None])
-    return ids
-
-  def check_and_encode(name, t):
-    if t.dtype != tf.string:
-      raise ValueError(f'{caller}: field {name!r} of the dataset has dtype '
-                       f'{t.dtype.name}; only tf.string fields can be '
-                       'tokenized. Choose the text fields with keys=[...].')
-    if t.shape.rank != 0:
-      raise ValueError(f'{caller}: field {name!r} has shape {t.shape}; '
-                       'tokenize examples before batching them.')
-    return encode_tensor(t)
-
   def select(name, t):
-    chosen = keys is None or name in keys
-    if keys is None and t.dtype != tf.string:
-      return t  # With keys=None every string field is tokenized.
-    return check_and_encode(name, t) if chosen else t
+    if not _chosen(keys, name, t):
+      return t
+    _check_text(caller, name, t, 0)
+    return encode_tensor(t)
 
   def fn(*args):
     if len(args) > 1:
@@ -76,9 +81,107 @@ def _map_dataset(dataset, keys, encode_fn, caller):
     (x,) = args
     if isinstance(x, dict):
       return {k: select(k, t) for k, t in x.items()}
-    return check_and_encode(0, x)
+    _check_text(caller, 0, x, 0)
+    return encode_tensor(x)
 
-  return dataset.map(fn)
+  return dataset.map(tf.autograph.experimental.do_not_convert(fn),
+                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def _map_blocks(blocks, keys, encode_block, caller):
+  """Maps `encode_block` (`[k]` strings -> `[k, None]` ids) over `Blocks`.
+
+  The ids are int64 examples, whatever narrower dtype `encode_block` stores
+  them in.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  specs = blocks.positions(blocks.dataset.element_spec)
+  chosen = [i for i, spec in enumerate(specs)
+            if not blocks.tupled or _chosen(keys, i, spec)]
+  for i in chosen:  # Fails now, on a field that cannot be tokenized.
+    _check_text(caller, i, specs[i], 1)
+  dtypes = [tf.int64 if i in chosen else d
+            for i, d in enumerate(blocks.dtypes)]
+  return blocks.map(lambda xs: tuple(encode_block(t) if i in chosen else t
+                                     for i, t in enumerate(xs)),
+                    dtypes=dtypes)
+
+
+_INVALID = 0xD800
+
+
+def _utf8_bytes(texts):
+  """The bytes of `texts` (joined), once checked to be valid UTF-8.
+
+  The Python path decodes each text, failing on invalid UTF-8; so does this
+  one. ASCII, the usual case, is valid and needs no decoding.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  joined = texts if texts.shape.rank == 0 else tf.strings.reduce_join(texts)
+  raw = tf.reshape(tf.io.decode_raw(joined, tf.uint8), [-1])
+
+  def decodes():
+    # A surrogate code point never comes out of valid UTF-8, so it can mark
+    # where the decoder met invalid bytes.
+    chars = tf.strings.unicode_decode(texts, 'UTF-8', errors='replace',
+                                      replacement_char=_INVALID)
+    if isinstance(chars, tf.RaggedTensor):
+      chars = chars.flat_values
+    return tf.reduce_all(chars != _INVALID)
+  valid = tf.cond(tf.reduce_all(raw < 128), lambda: tf.constant(True),
+                  decodes)
+  check = tf.debugging.Assert(valid, [
+      'Tokenize: a text is not valid UTF-8, so it has no characters to '
+      'tokenize; decode or clean the text first.'])
+  with tf.control_dependencies([check]):
+    return tf.identity(raw)
+
+
+def _storage_dtype(n_ids):
+  """The dtype block ids are kept in: uint16 where `n_ids` ids fit."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.uint16 if n_ids <= 2**16 else tf.int64
+
+
+def _char_encoders(n_reserved_ids):
+  """In-graph UTF-8 byte ids: one string, and a block of strings."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def ids_of(texts, dtype=tf.int64):
+    ids = tf.cast(_utf8_bytes(texts), dtype)
+    return ids + tf.cast(n_reserved_ids, dtype) if n_reserved_ids else ids
+
+  def block(texts):
+    # One copy of the block's bytes, cut back into rows by their lengths.
+    return tf.RaggedTensor.from_row_lengths(
+        ids_of(texts, _storage_dtype(256 + n_reserved_ids)),
+        tf.cast(tf.strings.length(texts), tf.int64), validate=False)
+  return ids_of, block
+
+
+def _python_encoders(encode_fn, n_ids):
+  """`encode_fn` run through `tf.py_function`: per string, and per block."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  storage = _storage_dtype(n_ids)
+
+  def one(t):
+    ids = tf.py_function(lambda s: encode_fn(s.numpy()), [t], tf.int64)
+    ids.set_shape([None])
+    return ids
+
+  def encode_all(texts):
+    rows = [encode_fn(s) for s in texts.numpy()]
+    flat = np.concatenate(rows) if rows else np.zeros([0], np.int64)
+    return (flat.astype(storage.as_numpy_dtype),
+            np.array([len(r) for r in rows], np.int64))
+
+  def block(texts):
+    # One Python call per block, not per example.
+    flat, lengths = tf.py_function(encode_all, [texts], [storage, tf.int64])
+    flat.set_shape([None])
+    lengths.set_shape([None])
+    return tf.RaggedTensor.from_row_lengths(flat, lengths, validate=False)
+  return one, block
 
 
 def tokenize(stream, keys=None, vocab_type='subword', vocab_file=None,
@@ -110,21 +213,40 @@ def tokenize(stream, keys=None, vocab_type='subword', vocab_file=None,
                            caller='Tokenize')
   encode = lambda text: _encode(vocab, text, n_reserved_ids)
   if is_dataset(stream):
-    return _map_dataset(stream, keys, encode, 'Tokenize')
+    one, _ = _tensor_encoders(vocab, vocab_type, encode, n_reserved_ids)
+    return _map_dataset(stream, keys, one, 'Tokenize')
   return (_map_fields(example, keys, encode) for example in stream)
+
+
+def _tensor_encoders(vocab, vocab_type, encode, n_reserved_ids):
+  if vocab_type == 'char':
+    return _char_encoders(n_reserved_ids)
+  return _python_encoders(encode, vocab.vocab_size + n_reserved_ids)
 
 
 def Tokenize(keys=None, vocab_type='subword', vocab_file=None,  # pylint: disable=invalid-name
              vocab_dir=None, n_reserved_ids=0):
-  """Returns a function mapping text to int arrays; see `tokenize`."""
+  """Returns a function mapping text to int arrays; see `tokenize`.
+
+  On a Dataset, `vocab_type='char'` runs as TensorFlow ops; other
+  vocabularies call Python through `tf.py_function`, once per block of
+  examples inside `Serial`.
+  """
   # Load (and check) the vocabulary now, so a missing file fails when the
   # pipeline is built rather than at its first example.
-  _vocab.get_vocab(vocab_type, vocab_file, vocab_dir, caller='Tokenize')
+  vocab = _vocab.get_vocab(vocab_type, vocab_file, vocab_dir,
+                           caller='Tokenize')
   run = lambda g: tokenize(g, keys=keys, vocab_type=vocab_type,
                            vocab_file=vocab_file, vocab_dir=vocab_dir,
                            n_reserved_ids=n_reserved_ids)
-  # Both paths are `tokenize`, which maps a Dataset with tf.data ops.
-  return Step('Tokenize', run, run)
+
+  def block_fn(blocks):
+    _, block = _tensor_encoders(
+        vocab, vocab_type, lambda text: _encode(vocab, text, n_reserved_ids),
+        n_reserved_ids)
+    return _map_blocks(blocks, keys, block, 'Tokenize')
+  # On a Dataset, `tokenize` maps it with tf.data ops.
+  return Step('Tokenize', run, run, block_fn)
 
 
 def detokenize(x, vocab_type='subword', vocab_file=None, vocab_dir=None,

@@ -19,9 +19,11 @@ A stream is a Python iterator of tuples of NumPy arrays (Trax's contract, so
 your own `def step(generator): ...` fits anywhere), or a `tf.data.Dataset`:
 give the pipeline a Dataset source (or convert with `to_dataset`) and each
 step of this module runs as tf.data ops (parallel `map`, `padded_batch`,
-`group_by_window`, ...) with the same examples in the same order. `to_stream`
-reads a Dataset back as NumPy. Steps that need Python state read the Dataset
-as NumPy and continue in Python.
+`scan`, ...) with the same examples in the same order; inside `Serial`,
+`Tokenize`, `Dup`, `Shuffle`, `FilterByLength`, `BucketByLength` and
+`AddLossWeights` work on blocks of examples at a time. `to_stream` reads a
+Dataset back as NumPy. Steps that need Python state read the Dataset as
+NumPy and continue in Python.
 """
 
 from tfnp_trax.data._batcher import Inputs

@@ -60,6 +60,12 @@ def input_specs(layer, input_signature, input_names, caller):
     `(sigs, names)`: tuples of equal length `layer.n_in` (at least 1).
   """
   sigs = input_signature
+  if isinstance(sigs, (list, tuple)) and sigs and all(
+      isinstance(d, int) or d is None for d in sigs):
+    raise TypeError(
+        f'{caller}: input_signature must be a ShapeDtype (or a tuple of '
+        f'them, one per input), got the plain shape {tuple(sigs)}. Did you '
+        f'mean shapes.ShapeDtype({tuple(sigs)}, dtype)?')
   if not isinstance(sigs, (list, tuple)):
     sigs = (sigs,)
   sigs = tuple(shapes.signature(s) if not isinstance(s, shapes.ShapeDtype)

@@ -15,6 +15,7 @@ from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.export import _trees
 from tfnp_trax.export import layer_factory as factory_lib
+from tfnp_trax.layers import base
 
 __all__ = ['AsKeras']
 
@@ -81,6 +82,11 @@ class AsKeras(keras.layers.Layer):
     if isinstance(layer, dict):
       layer = factory_lib.LayerFactory.from_config(layer)
     factory = layer if isinstance(layer, factory_lib.LayerFactory) else None
+    if factory is None and not isinstance(layer, base.Layer):
+      raise TypeError(
+          f'AsKeras: expected a tfnp_trax layer, a LayerFactory or its config '
+          f'dict, got {type(layer).__name__} ({layer!r:.80}). Wrap a layer, '
+          f'e.g. AsKeras(tl.Serial(tl.Dense(8), tl.Relu())).')
     self._held = _trees.Held(layer=factory() if factory else layer,
                        factory=factory, templates=None, weight_vars=[],
                        state_vars=[])

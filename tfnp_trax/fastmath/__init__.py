@@ -11,6 +11,7 @@ from distribute.collectives import pmax
 from distribute.collectives import pmean
 from distribute.collectives import psum
 from tfnp_trax.fastmath._numpy import numpy
+from tfnp_trax.fastmath import checks
 from tfnp_trax.fastmath import linalg
 from tfnp_trax.fastmath import random
 from tfnp_trax.fastmath.abstract import abstract_eval
@@ -18,6 +19,7 @@ from tfnp_trax.fastmath.backend import Backend
 from tfnp_trax.fastmath.backend import backend_name
 from tfnp_trax.fastmath.backend import set_backend
 from tfnp_trax.fastmath.backend import use_backend
+from tfnp_trax.fastmath.control_flow import after
 from tfnp_trax.fastmath.control_flow import cond
 from tfnp_trax.fastmath.control_flow import fori_loop
 from tfnp_trax.fastmath.control_flow import scan
@@ -74,8 +76,9 @@ from tfnp_trax.fastmath.trees import tree_leaves
 from tfnp_trax.fastmath.trees import tree_unflatten
 
 __all__ = [
-    'numpy', 'linalg', 'random', 'abstract_eval', 'Backend', 'backend_name',
-    'set_backend', 'use_backend', 'cond', 'fori_loop', 'scan', 'vmap',
+    'numpy', 'checks', 'linalg', 'random', 'abstract_eval', 'Backend',
+    'backend_name', 'set_backend', 'use_backend', 'after', 'cond',
+    'fori_loop', 'scan', 'vmap',
     'device_count', 'local_device_count', 'avg_pool', 'conv', 'max_pool',
     'sum_pool', 'dynamic_slice', 'dynamic_slice_in_dim',
     'dynamic_update_slice', 'dynamic_update_slice_in_dim', 'erf', 'expit',

@@ -1,10 +1,10 @@
-"""vmap, scan, fori_loop and cond with JAX's signatures."""
+"""vmap, scan, fori_loop and cond with JAX's signatures; `after` for ordering."""
 
 import tensorflow as tf
 
 from tfnp_trax.fastmath import trees
 
-__all__ = ['vmap', 'scan', 'fori_loop', 'cond']
+__all__ = ['vmap', 'scan', 'fori_loop', 'cond', 'after']
 
 
 def vmap(f, in_axes=0, out_axes=0):
@@ -134,3 +134,31 @@ def cond(pred, true_operand, true_fun=_NO_ARG, false_operand=_NO_ARG,
                     'false_operand, false_fun).')
   return tf.cond(pred, lambda: true_fun(true_operand),
                  lambda: false_fun(false_operand))
+
+
+def after(x, deps):
+  """`x` unchanged, but computed in a graph only once `deps` are computed.
+
+  A traced graph runs an op as soon as its inputs exist. A backward pass
+  that rebuilds activations from outputs (reversible layers) would then
+  rebuild every layer's activations at once, right after the forward pass,
+  and hold them all until their gradients arrive. Making each rebuild wait
+  for its layer's incoming gradient keeps one layer's activations alive at
+  a time. Eagerly, ops already run in program order and this is the
+  identity.
+
+  Args:
+    x: a tensor or a tree of tensors.
+    deps: a tensor or a tree of tensors (None leaves are ignored).
+
+  Returns:
+    `x`, as identities that depend on `deps`.
+  """
+  if tf.executing_eagerly():
+    return x
+  flat = [d for d in tf.nest.flatten(deps) if d is not None]
+  if not flat:
+    return x
+  with tf.control_dependencies([tf.convert_to_tensor(d) for d in flat]):
+    return tf.nest.map_structure(
+        lambda t: t if t is None else tf.identity(t), x)

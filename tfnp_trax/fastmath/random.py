@@ -19,6 +19,7 @@ def check_key(key, fn_name='random'):
   key = tf.convert_to_tensor(key)
   if key.dtype != tf.int32:
     if key.dtype in (tf.int64, tf.uint32, tf.uint64):
+      _check_fits_32_bits(key, fn_name)
       key = tf.cast(key, tf.int32)
     else:
       raise TypeError(f'fastmath.random.{fn_name}: keys must be int32 tensors '
@@ -29,6 +30,23 @@ def check_key(key, fn_name='random'):
                      f'got shape {tuple(key.shape)}. Did you pass the result '
                      f'of split(key, n)? Index one key from it: keys[0].')
   return key
+
+
+def _check_fits_32_bits(key, fn_name):
+  """Eagerly refuses 64-bit keys that a cast to int32 would wrap around.
+
+  Keys made by NumPy (`np.array([0, 1])` is int64) or JAX (uint32) cast
+  exactly; larger values would silently collide with other keys.
+  """
+  if not hasattr(key, 'numpy'):
+    return  # Symbolic: the cast wraps as in TensorFlow; nothing to read.
+  values = onp.asarray(key)
+  if values.size and (values.min() < -2**31 or values.max() >= 2**32):
+    raise ValueError(
+        f'fastmath.random.{fn_name}: keys must be int32 [2]; got dtype '
+        f'{key.dtype.name} with values {values.tolist()} that do not fit in '
+        f'32 bits (a cast would wrap them). Make keys with '
+        f'fastmath.random.get_prng(seed).')
 
 
 def get_prng(seed):

@@ -7,7 +7,7 @@ import traceback
 from tfnp_trax import shapes
 
 __all__ = ['caller_location', 'short_signature', 'same_signature',
-           'format_exception', 'describe']
+           'format_exception', 'describe', 'check_input_signature']
 
 
 def caller_location():
@@ -51,3 +51,19 @@ def describe(f):
   """`f`'s name and signature, for error messages."""
   label = getattr(f, '__name__', type(f).__name__)
   return f'{label}{inspect.signature(f)}'
+
+
+def check_input_signature(layer_name, input_signature):
+  """Raises a TypeError for a plain shape where a signature belongs.
+
+  `layer.init((2, 3))` is a common slip for
+  `layer.init(shapes.ShapeDtype((2, 3)))`; without this check it fails deep
+  inside the layer with "'int' object has no attribute 'shape'".
+  """
+  sigs = (input_signature if isinstance(input_signature, (list, tuple))
+          else (input_signature,))
+  if sigs and all(isinstance(d, int) or d is None for d in sigs):
+    raise TypeError(
+        f'{layer_name}: init expects a ShapeDtype (or a tuple of them, one '
+        f'per input), got the plain shape {tuple(sigs)}. Pass '
+        f'shapes.ShapeDtype({tuple(sigs)}, dtype) or shapes.signature(x).')

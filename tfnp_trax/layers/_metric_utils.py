@@ -25,6 +25,7 @@ Averaging gradients over replicas (`pmean`, as the trainer does) therefore
 gives exactly the full-batch gradient.
 """
 
+from tfnp_trax import debug
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 
@@ -38,6 +39,15 @@ _TARGETS_MSG = (
     '{output}: expected targets of shape {expected} (one integer category per '
     'output vector, i.e. model_output.shape[:-1]). If the targets are one-hot, '
     'pass jnp.argmax(targets, axis=-1) instead.')
+
+_TARGET_DTYPE_MSG = (
+    '{metric}: targets must be integer category ids, got dtype {dtype} '
+    '(shape {shape}). Cast them with targets.astype(jnp.int32); if they are '
+    'one-hot vectors or probabilities, pass jnp.argmax(targets, axis=-1).')
+
+_TARGET_RANGE_HINT = (
+    'model_output has {n} categories, so targets must be below {n}: is the '
+    'output layer as wide as the vocabulary (e.g. Dense(vocab_size))?')
 
 _BROADCAST_MSG = (
     '{metric}: {name} shape {got} does not broadcast against {ref_name} '
@@ -86,13 +96,29 @@ def _compatible(a, b):
 
 
 def check_targets_fit_output(metric, model_output, targets):
-  """Raises ValueError unless targets.shape == model_output.shape[:-1]."""
+  """Checks integer category `targets` against `model_output`.
+
+  Always: targets.shape == model_output.shape[:-1] (ValueError) and targets
+  are not floats (TypeError: a fractional label would match no category and
+  silently count as zero loss). Values: targets in [0, n_categories) when
+  called eagerly or in debug mode, and a finite model output in debug mode
+  (see `tfnp_trax.debug`).
+  """
   out, tgt = _dims(model_output), _dims(targets)
-  if out is None or tgt is None:
-    return
-  if not out or not _compatible(out[:-1], tgt):
+  if out is not None and tgt is not None and (
+      not out or not _compatible(out[:-1], tgt)):
     raise ValueError(_TARGETS_MSG.format(
         metric=metric, targets=tgt, output=out, expected=out[:-1]))
+  dtype = getattr(targets.dtype, 'name', str(targets.dtype))
+  if dtype.startswith(('float', 'bfloat', 'complex')):
+    raise TypeError(_TARGET_DTYPE_MSG.format(
+        metric=metric, dtype=dtype, shape=tgt))
+  n_categories = None if not out else out[-1]
+  if n_categories is not None:
+    debug.check_ids(metric, 'targets', targets, n_categories,
+                    always_eager=True, hint=_TARGET_RANGE_HINT.format(
+                        n=n_categories))
+  debug.check_finite(metric, 'model_output', model_output)
 
 
 def _broadcast_hint(name, got, ref):

@@ -13,6 +13,7 @@ import random as _py_random
 
 import numpy as onp
 
+from tfnp_trax import debug
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import abstract
 from tfnp_trax.fastmath import numpy as jnp
@@ -269,6 +270,7 @@ class Layer:
         return GET_WEIGHTS_FROM_CACHE, GET_STATE_FROM_CACHE
       if rng is not None:
         self.rng = rng
+      diag.check_input_signature(self._name, input_signature)
       self._check_n_in(input_signature)
       self.init_weights_and_state(input_signature)
       self._initialized = True
@@ -351,6 +353,8 @@ class Layer:
       return self._pure_fn(x, weights, state, rng, use_cache)
     # The outermost call is where data enters, as it enters jnp in Trax.
     x = _inputs.canonical_inputs(x, self._n_in)
+    debug.check_tree_finite(self._name, 'inputs', x)  # Debug mode only.
+    debug.check_tree_finite(self._name, 'weights', weights)
     _per_call.begin_call()
     try:
       return self._pure_fn(x, weights, state, rng, use_cache)
@@ -376,6 +380,7 @@ class Layer:
       else:
         outputs = self.forward(x)
         new_state = self.state
+      debug.check_tree_finite(self._name, 'outputs', outputs)
     except Exception as e:  # pylint: disable=broad-except
       # Put back what the layer held before the call, so a failed call (or
       # a failed trace) leaves no half-set or symbolic weights behind.

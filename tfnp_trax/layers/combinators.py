@@ -243,8 +243,28 @@ def Concatenate(n_items=2, axis=-1):  # pylint: disable=invalid-name
   name = 'Concatenate' if axis == -1 else f'Concatenate_axis{axis}'
 
   def concat(xs):
-    return jnp.concatenate(list(xs), axis=axis)
+    xs = [jnp.asarray(x) for x in xs]
+    _check_concatenable(name, xs, axis)
+    return jnp.concatenate(xs, axis=axis)
   return base.PureLayer(concat, n_in=n_items, n_out=1, name=name)
+
+
+def _check_concatenable(name, xs, axis):
+  """Raises a ValueError naming both shapes unless `xs` can be joined."""
+  dims = [tuple(x.shape) if x.shape.rank is not None else None for x in xs]
+  first = dims[0]
+  for i, d in enumerate(dims[1:], 1):
+    if first is None or d is None:
+      continue
+    if len(d) != len(first):
+      raise ValueError(f'{name}: input {i} has shape {d} but input 0 has '
+                       f'shape {first}; all inputs need the same rank.')
+    ax = axis % len(first) if first else 0
+    for k, (a, b) in enumerate(zip(first, d)):
+      if k != ax and a is not None and b is not None and a != b:
+        raise ValueError(
+            f'{name}: input shapes {first} and {d} differ on axis {k}; they '
+            f'may differ only on the concatenation axis {axis}.')
 
 
 def Split(n_items=2, axis=-1):  # pylint: disable=invalid-name

@@ -6,6 +6,7 @@ else; `Negate()` and `StopGradient()` come wrapped, printing as Trax's do
 (`Serial[Negate]`).
 """
 
+from tfnp_trax import debug
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import _dtypes
@@ -129,10 +130,7 @@ class Dense(base.Layer):
 
   def forward(self, x):
     x = _as_array(x)
-    w = self.weights[0] if self._use_bias else self.weights
-    if w is base.EMPTY_WEIGHTS or not hasattr(w, 'shape'):
-      raise ValueError(f'{self.name}: has no weights; call '
-                       f'layer.init(shapes.signature(x)) first.')
+    w, b = self._weight_and_bias()
     dtype = compute_dtype(self.name, x, w)
     if x.shape[-1] != w.shape[0]:
       raise ValueError(
@@ -142,8 +140,34 @@ class Dense(base.Layer):
     y = jnp.matmul(cast_to(x, dtype), cast_to(w, dtype))
     if self._use_bias:
       # jnp.add, unlike `+`, adds no no-op Cast ops when dtypes agree.
-      y = jnp.add(y, cast_to(self.weights[1], dtype))
+      y = jnp.add(y, cast_to(b, dtype))
     return y
+
+  def _weight_and_bias(self):
+    """`(w, b)` from the weights (b None without bias), structure checked."""
+    weights = self.weights
+    if weights is base.EMPTY_WEIGHTS:
+      raise ValueError(f'{self.name}: has no weights; call '
+                       f'layer.init(shapes.signature(x)) first.')
+    if not self._use_bias:
+      if not hasattr(weights, 'shape'):
+        raise ValueError(f'{self.name}: expected weights w (one array, '
+                         f'use_bias=False), got {type(weights).__name__}.')
+      return weights, None
+    if not isinstance(weights, (list, tuple)) or len(weights) != 2 or not all(
+        hasattr(a, 'shape') for a in weights):
+      got = (f'a tuple of {len(weights)} item(s)' if isinstance(
+          weights, (list, tuple)) else type(weights).__name__)
+      raise ValueError(
+          f'{self.name}: expected weights (w, b) with w of shape (in_dim, '
+          f'{self._n_units}) and b of shape ({self._n_units},), got {got}. '
+          f'Set weights from the same Dense layout, or re-run init.')
+    w, b = weights
+    if tuple(b.shape) != (w.shape[-1],):
+      raise ValueError(
+          f'{self.name}: bias b has shape {tuple(b.shape)} but weights w has '
+          f'shape {tuple(w.shape)}; expected b of shape ({w.shape[-1]},).')
+    return w, b
 
   def init_weights_and_state(self, input_signature):
     shape_w = (input_signature.shape[-1], self._n_units)
@@ -191,6 +215,14 @@ class Embedding(base.Layer):
       raise TypeError(f'{self.name}: expects integer ids, got dtype '
                       f'{_dtype_name(x)} with shape {tuple(x.shape)}. Cast '
                       f'with x.astype(jnp.int32).')
+    # Trax (JAX's gather) clamps out-of-range ids silently; debug mode says
+    # so instead, since such an id is almost always a vocabulary mismatch.
+    if self.weights is base.EMPTY_WEIGHTS:
+      raise ValueError(f'{self.name}: has no weights; call '
+                       f'layer.init(shapes.signature(x)) first.')
+    debug.check_ids(self.name, 'ids', x, self._vocab_size, hint=(
+        'Without debug mode they are clamped to the first or last row, as '
+        'in Trax; check the vocab_size against the data.'))
     ids = jnp.clip(x.astype(jnp.int32), 0, self._vocab_size - 1)
     embedded = jnp.take(self.weights, ids, axis=0)
     if self._use_bfloat16:

@@ -142,6 +142,15 @@ class BatchNorm(base.Layer):
           f'with sizes {kept} on the axes outside axis={self._axis} '
           f'(statistics shape {tuple(running_mean.shape)}). Re-run init with '
           f'the new input signature, or set `axis` to the axes to average.')
+    empty = [i for i in self._axis if x.shape[i] == 0]
+    if self._mode == 'train' and empty:
+      # The mean of no values is NaN, and it would poison the running
+      # statistics for good.
+      raise ValueError(
+          f'{self.name}: input shape {tuple(x.shape)} is empty on axis '
+          f'{empty[0]}, so there are no values to take batch statistics '
+          f'over (mode=\'train\'); expected at least one example. Skip '
+          f'empty batches before the model.')
 
   def forward(self, x):
     x = jnp.asarray(x)

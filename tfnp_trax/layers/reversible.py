@@ -19,6 +19,7 @@ Example:
 
 from absl import logging
 
+from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import _stack
 from tfnp_trax.layers import combinators as cb
@@ -204,8 +205,11 @@ class ReversibleSerial(ReversibleLayer, cb.Serial):
     weights_grad = []
     for layer, w, s, ns, r in reversed(list(zip(
         self.sublayers, weights, state, new_state, self._rngs(rng)))):
-      layer_out = _stack.inputs_from_stack(stack, layer.n_out, layer.name)
       layer_ct = _stack.inputs_from_stack(stack_grad, layer.n_out, layer.name)
+      # Rebuild this layer's inputs only once its gradient has arrived, so a
+      # traced backward holds one layer's activations at a time.
+      layer_out = fastmath.after(
+          _stack.inputs_from_stack(stack, layer.n_out, layer.name), layer_ct)
       layer_in, (in_ct, w_ct) = layer.reverse_and_grad(
           layer_out, layer_ct, w, s, ns, rng=r)
       weights_grad.insert(0, w_ct)

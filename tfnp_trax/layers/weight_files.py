@@ -135,6 +135,8 @@ def _fill_tree(flat, tree, kind, describe=None, source=''):
           f'{where}{name} has shape {got} in the file but the model expects '
           f'{want}. The file was saved from a different model (or with a '
           f'different input signature).')
+    if source:
+      _check_finite(value, f'{where}{name}')
     return _as_model_dtype(value, sig)
 
   result = fill(tree, ())
@@ -145,6 +147,18 @@ def _fill_tree(flat, tree, kind, describe=None, source=''):
         f'{position[0]}; the first extra one has shape {_shape(extra)}. The '
         f'file was saved from a different (larger) model.')
   return result
+
+
+def _check_finite(value, what):
+  """A stored NaN or Inf is corruption, not a model: refuse to load it."""
+  if not isinstance(value, onp.ndarray) or value.dtype.kind not in 'fc':
+    return
+  bad = ~onp.isfinite(value)
+  if bad.any():
+    raise WeightFileError(
+        f'{what} holds {int(bad.sum())} NaN or Inf of {value.size} values '
+        f'(shape {value.shape}); expected finite weights. The file is '
+        f'corrupt or was saved after training diverged.')
 
 
 def _path_name(kind, path):
@@ -299,7 +313,9 @@ def unpickle_from_file(file_path, gzip=False):
     WeightFileError: if the file is truncated or not gzip/pickle data.
   """
   if not os.path.exists(file_path):
-    raise FileNotFoundError(file_path)
+    raise FileNotFoundError(
+        f'{file_path}: no such file; expected a {"gzipped " if gzip else ""}'
+        f'pickle written by save_to_file or a Trax Loop.')
   try:
     with open(file_path, 'rb') as f:
       if not gzip:

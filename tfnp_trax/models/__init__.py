@@ -9,6 +9,8 @@ from tfnp_trax.models import resnet
 from tfnp_trax.models import rl
 from tfnp_trax.models import rnn
 from tfnp_trax.models import transformer
+from tfnp_trax.models.reformer import reformer
+from tfnp_trax.models.research import configurable_transformer
 from tfnp_trax.models.research import layerdrop_transformer
 from tfnp_trax.models.research import rezero
 from tfnp_trax.models.research import rse
@@ -38,6 +40,12 @@ from tfnp_trax.models.research.rezero import ReZeroTransformerDecoder
 from tfnp_trax.models.research.rezero import ReZeroTransformerEncoder
 from tfnp_trax.models.research.rezero import ReZeroTransformerLM
 from tfnp_trax.models.research.rse import ResidualShuffleExchange
+from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformer
+from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformerEncoder
+from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformerLM
+from tfnp_trax.models.reformer.reformer import Reformer
+from tfnp_trax.models.reformer.reformer import ReformerLM
+from tfnp_trax.models.reformer.reformer import ReformerShortenLM
 
 __all__ = [
     'Transformer', 'TransformerDecoder', 'TransformerEncoder',
@@ -49,4 +57,7 @@ __all__ = [
     'LayerDropTransformerLM', 'SkippingTransformerLM', 'ReZeroTransformer',
     'ReZeroTransformerDecoder', 'ReZeroTransformerEncoder',
     'ReZeroTransformerLM', 'ResidualShuffleExchange',
+    'ConfigurableTransformer', 'ConfigurableTransformerEncoder',
+    'ConfigurableTransformerLM', 'Reformer', 'ReformerLM',
+    'ReformerShortenLM',
 ]

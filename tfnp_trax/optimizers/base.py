@@ -18,6 +18,7 @@ argument names. Each slot entry has the structure Trax's optimizer gives it
 for Adafactor, `(momentum, accumulators, graft_accumulators)` for SM3).
 """
 
+from tfnp_trax import debug
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import _trees
@@ -109,6 +110,14 @@ class Optimizer:
         becomes a scalar array in `opt_params`, float32 for floats, int32
         for integers, bool for bools (Trax's dtypes).
     """
+    if isinstance(learning_rate, bool) or not (
+        isinstance(learning_rate, (int, float)) or
+        hasattr(learning_rate, 'dtype')):
+      raise TypeError(
+          f'{type(self).__name__}: learning_rate must be a number, got '
+          f'{learning_rate!r} ({type(learning_rate).__name__}). A schedule '
+          f'(step -> rate) goes to TrainTask(lr_schedule=...), not to the '
+          f'optimizer.')
     init_opt_params['learning_rate'] = learning_rate
     self._init_opt_params = _initial_params(init_opt_params)
     self._slots = None
@@ -196,6 +205,7 @@ class Optimizer:
     grads_flat = fastmath.tree_flatten(grad_tree)
     _trees.check_grads_match(name, grads_flat, weights_flat, weight_tree)
     _trees.check_slots_match(name, slots, weights_flat)
+    debug.check_tree_finite(name, 'gradients', grads_flat)  # Debug mode only.
     opt_params = _float32_params(opt_params)
 
     grads_flat = [_trees.to_compute(g, like=w)

@@ -1,7 +1,12 @@
-"""Axial positional encoding, the Reformer's position embedding.
+"""Trax's research positional encodings.
 
-A sequence of length L = n_1 * ... * n_k is viewed as a k-dimensional grid.
-Each axis j has a learned table of n_j rows and d_j features; position p,
+`AxialPositionalEncoding`, the Reformer's position embedding, lives here;
+`SinCosPositionalEncoding`, `FixedBasePositionalEncoding`,
+`InfinitePositionalEncoding`, `TimeBinPositionalEncoding` and the Threefry
+functions live in private modules beside it and are re-exported.
+
+Axial encoding: a sequence of length L = n_1 * ... * n_k is viewed as a
+k-dimensional grid. Each axis j has a learned table of n_j rows and d_j features; position p,
 with grid coordinates (i_1, ..., i_k), gets the concatenation of row i_j of
 every table, so sum(d_j) must equal the model width. The tables hold
 sum(n_j * d_j) numbers instead of L * d_model, which is what lets a model
@@ -16,8 +21,17 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import _attention_core as core_attn
 from tfnp_trax.layers import base
 from tfnp_trax.layers import initializers as init
+from tfnp_trax.layers.research._fixed_base_encoding import FixedBasePositionalEncoding
+from tfnp_trax.layers.research._infinite_encoding import InfinitePositionalEncoding
+from tfnp_trax.layers.research._sin_cos_encoding import SinCosPositionalEncoding
+from tfnp_trax.layers.research._threefry import threefry_2x32_prange
+from tfnp_trax.layers.research._threefry import threefry_2x32_prf
+from tfnp_trax.layers.research._time_bin_encoding import TimeBinPositionalEncoding
 
-__all__ = ['AxialPositionalEncoding']
+__all__ = ['AxialPositionalEncoding', 'FixedBasePositionalEncoding',
+           'InfinitePositionalEncoding', 'SinCosPositionalEncoding',
+           'TimeBinPositionalEncoding', 'threefry_2x32_prange',
+           'threefry_2x32_prf']
 
 
 class AxialPositionalEncoding(base.Layer):

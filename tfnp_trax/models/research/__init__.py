@@ -8,10 +8,14 @@ from tfnp_trax.models.research.rezero import ReZeroTransformerDecoder
 from tfnp_trax.models.research.rezero import ReZeroTransformerEncoder
 from tfnp_trax.models.research.rezero import ReZeroTransformerLM
 from tfnp_trax.models.research.rse import ResidualShuffleExchange
+from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformer
+from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformerEncoder
+from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformerLM
 
 __all__ = [
     'EveryOtherLayerDropTransformerLM', 'LayerDropTransformerLM',
     'SkippingTransformerLM', 'ReZeroTransformer', 'ReZeroTransformerDecoder',
     'ReZeroTransformerEncoder', 'ReZeroTransformerLM',
-    'ResidualShuffleExchange',
+    'ResidualShuffleExchange', 'ConfigurableTransformer',
+    'ConfigurableTransformerEncoder', 'ConfigurableTransformerLM',
 ]

@@ -1,0 +1,60 @@
+"""Real-Trax recordings of configurable Transformers and Reformers.
+
+`tests/testdata/reformer/` holds, per case, what Trax 1.4.1 printed for the
+model, its weight leaf shapes and, for some cases, its weights, inputs and
+eval-mode outputs (see the README and generator there). These helpers load
+a case and build tfnp_trax's model with Trax's weights.
+"""
+
+import json
+import pathlib
+
+import numpy as np
+
+from tfnp_trax import fastmath
+from tfnp_trax import shapes
+from tfnp_trax.fastmath import numpy as jnp
+
+__all__ = ['record', 'inputs', 'outputs', 'init_with_trax_weights',
+           'weight_shapes']
+
+_DIR = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / 'reformer'
+_RECORDS = json.loads((_DIR / 'models.json').read_text())['cases']
+_ARRAYS = dict(np.load(_DIR / 'models.npz'))
+
+
+def record(name):
+  """The JSON record: repr, n_in, n_out, weight_shapes, values."""
+  return _RECORDS[name]
+
+
+def _arrays(name, prefix):
+  out, i = [], 0
+  while f'{name}/{prefix}{i}' in _ARRAYS:
+    out.append(_ARRAYS[f'{name}/{prefix}{i}'])
+    i += 1
+  return out
+
+
+def inputs(name):
+  """The model input: one array, or a tuple of them."""
+  xs = [jnp.asarray(x) for x in _arrays(name, 'x')]
+  return xs[0] if len(xs) == 1 else tuple(xs)
+
+
+def outputs(name):
+  """Trax's eval-mode outputs, as a list of float64 NumPy arrays."""
+  return [y.astype(np.float64) for y in _arrays(name, 'y')]
+
+
+def weight_shapes(model):
+  return [list(w.shape) for w in fastmath.tree_flatten(model.weights)]
+
+
+def init_with_trax_weights(model, name):
+  """Inits `model` for the case's inputs and loads Trax's weight leaves."""
+  model.init(shapes.signature(inputs(name)),
+             rng=fastmath.random.get_prng(0))
+  leaves = [jnp.asarray(w) for w in _arrays(name, 'w')]
+  model.weights, _ = fastmath.tree_unflatten(leaves, model.weights)
+  return model

@@ -1,0 +1,201 @@
+"""Configurable Transformers against real Trax, TransformerLM and decoding.
+
+Trax 1.4.1 built the same tiny models; loading its weights into ours must
+give its outputs (tests/testdata/reformer/). The default LM must equal our
+TransformerLM under shared weights, and options whose layers tfnp_trax
+lacks must fail with an error naming them.
+"""
+
+import numpy as np
+import pytest
+
+from tests import _modes
+from tests.models.research import _recorded
+from tfnp_trax import fastmath
+from tfnp_trax import layers as tl
+from tfnp_trax import models
+from tfnp_trax import shapes
+from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.layers.research import efficient_attention
+from tfnp_trax.models.research import configurable_transformer as ct
+from tfnp_trax.supervised import decoding
+
+TINY = dict(d_model=8, d_ff=16, n_heads=2, dropout=0.0)
+
+# The cases of tests/testdata/reformer/make_fixtures.py, built here with the
+# same arguments.
+BUILDERS = {
+    'ct_lm': lambda: ct.ConfigurableTransformerLM(
+        11, n_layers=2, max_len=16, mode='eval', **TINY),
+    'ct_lm_chunked_sru': lambda: ct.ConfigurableTransformerLM(
+        11, n_layers=1, max_len=16, mode='eval', ff_chunk_size=4,
+        ff_use_sru=(1, 8), attention_chunk_size=1, ff_activation=tl.Gelu,
+        **TINY),
+    'ct_encoder_axial': lambda: ct.ConfigurableTransformerEncoder(
+        11, n_classes=3, n_layers=1, max_len=16, mode='eval',
+        pos_type='axial', pos_axial_shape=(2, 4), pos_d_axial_embs=(4, 4),
+        ff_use_sru=1, **TINY),
+    'ct_transformer': lambda: ct.ConfigurableTransformer(
+        11, n_encoder_layers=1, n_decoder_layers=1, max_len=16, mode='eval',
+        **TINY),
+    'ct_transformer_two_vocabs': lambda: ct.ConfigurableTransformer(
+        11, output_vocab_size=13, n_encoder_layers=1, n_decoder_layers=1,
+        max_len=16, mode='train', **TINY),
+    'ct_lm_selfattention': lambda: ct.ConfigurableTransformerLM(
+        11, n_layers=1, max_len=16, mode='eval',
+        attention_type=efficient_attention.SelfAttention, **TINY),
+}
+
+# Trax's AssertFunction takes a list of layers and splices it into its
+# Serial; ours takes one layer, so the embedding list is wrapped in a Serial
+# and prints (and nests its weights) one level deeper. Leaf order and all
+# numbers are unaffected.
+_NESTED_EMBEDDING = ('ct_encoder_axial', 'ct_transformer',
+                     'ct_transformer_two_vocabs')
+
+
+@pytest.mark.parametrize('name', sorted(BUILDERS))
+def test_structure_matches_trax(name):
+  want = _recorded.record(name)
+  model = BUILDERS[name]()
+  model.init(shapes.signature(_recorded.inputs(name)),
+             rng=fastmath.random.get_prng(0))
+  assert (model.n_in, model.n_out) == (want['n_in'], want['n_out'])
+  assert _recorded.weight_shapes(model) == want['weight_shapes']
+  if name not in _NESTED_EMBEDDING:
+    assert str(model) == want['repr']
+
+
+@pytest.mark.parametrize('name', [n for n in sorted(BUILDERS)
+                                  if _recorded.record(n)['values']])
+def test_outputs_match_trax_with_trax_weights(name):
+  model = _recorded.init_with_trax_weights(BUILDERS[name](), name)
+  modes = _modes.MODES if name == 'ct_lm' else ('eager',)
+  for mode in modes:
+    ys, _ = _modes.run_layer(model, _recorded.inputs(name), mode)
+    ys = ys if isinstance(ys, tuple) else (ys,)
+    for got, want in zip(ys, _recorded.outputs(name)):
+      np.testing.assert_allclose(np.asarray(got, np.float64), want,
+                                 rtol=1e-5, atol=1e-5, err_msg=mode)
+
+
+def test_default_lm_equals_transformer_lm(rng):
+  """Trax's definitions coincide: same leaves give the same logits."""
+  kwargs = dict(d_model=8, d_ff=16, n_layers=2, n_heads=2, max_len=16,
+                dropout=0.0, mode='eval')
+  ours = ct.ConfigurableTransformerLM(11, **kwargs)
+  plain = models.TransformerLM(11, **kwargs)
+  sig = shapes.ShapeDtype((2, 8), jnp.int32)
+  ours.init(sig, rng=fastmath.random.get_prng(0))
+  plain.init(sig, rng=fastmath.random.get_prng(1))
+  leaves = fastmath.tree_flatten(ours.weights)
+  assert ([w.shape for w in leaves] ==
+          [w.shape for w in fastmath.tree_flatten(plain.weights)])
+  plain.weights, _ = fastmath.tree_unflatten(leaves, plain.weights)
+  tokens = jnp.asarray(rng.integers(0, 11, size=(2, 8)).astype(np.int32))
+  np.testing.assert_allclose(np.asarray(ours(tokens)),
+                             np.asarray(plain(tokens)), rtol=1e-5, atol=1e-6)
+
+
+def test_predict_mode_decoding_matches_full_forward(rng):
+  kwargs = dict(d_model=8, d_ff=16, n_layers=2, n_heads=2, max_len=16,
+                dropout=0.0)
+  full = ct.ConfigurableTransformerLM(11, mode='eval', **kwargs)
+  full.init(shapes.ShapeDtype((1, 6), jnp.int32),
+            rng=fastmath.random.get_prng(0))
+  fast = ct.ConfigurableTransformerLM(11, mode='predict', **kwargs)
+  fast.init(shapes.ShapeDtype((1, 1), jnp.int32))
+  fast.weights = full.weights
+  tokens = decoding.autoregressive_sample(fast, temperature=0.0, eos_id=-1,
+                                          max_length=6)
+  tokens = np.asarray(tokens)
+  # Greedy decoding: each token is the argmax of the full forward's logits
+  # at its position, given the tokens before it.
+  logits = np.asarray(full(jnp.asarray(tokens)))
+  np.testing.assert_array_equal(tokens, logits.argmax(-1))
+
+
+def test_chunked_feed_forward_equals_unchunked(rng):
+  plain = ct.ConfigurableTransformerLM(11, n_layers=1, max_len=16,
+                                       mode='eval', **TINY)
+  chunked = ct.ConfigurableTransformerLM(11, n_layers=1, max_len=16,
+                                         mode='eval', ff_chunk_size=3,
+                                         attention_chunk_size=1, **TINY)
+  sig = shapes.ShapeDtype((2, 6), jnp.int32)
+  plain.init(sig, rng=fastmath.random.get_prng(0))
+  chunked.init(sig, rng=fastmath.random.get_prng(1))
+  chunked.weights, _ = fastmath.tree_unflatten(
+      fastmath.tree_flatten(plain.weights), chunked.weights)
+  tokens = jnp.asarray(rng.integers(0, 11, size=(2, 6)).astype(np.int32))
+  np.testing.assert_allclose(np.asarray(chunked(tokens)),
+                             np.asarray(plain(tokens)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize('kwargs, pattern', [
+    (dict(ff_sparsity=4), r"ConfigurableTransformerLM: ff_sparsity=4 needs "
+     r"tl\.SparseFF \(ff_sparsity_type='1inN'\) from Trax's research layers, "
+     r'which tfnp_trax does not provide yet; use ff_sparsity=0'),
+    (dict(ff_sparsity='4 16', ff_sparsity_type='1inN'),
+     r'ff_sparsity=\[4, 16\] needs tl\.SparseFF'),
+    (dict(ff_sparsity=2, ff_sparsity_type='Block'),
+     r'ff_sparsity=2 needs tl\.BlockSparseFF'),
+    (dict(ff_sparsity=2, ff_sparsity_type='Switch'),
+     r'ff_sparsity=2 needs tl\.SwitchSparseFF'),
+    (dict(loss_sparsity=2), r'loss_sparsity=2 needs tl\.FactoredDense'),
+    (dict(loss_sparsity=2, loss_sparsity_type='lowrank'),
+     r'loss_sparsity=2 needs tl\.LowRankDense'),
+    (dict(loss_sparsity_prob=0.5),
+     r'loss_sparsity_prob=0\.5 needs tl\.RandomLayer'),
+    (dict(pos_type='sin-cos'),
+     r"pos_type='sin-cos' needs tl\.SinCosPositionalEncoding"),
+    (dict(pos_type='fixed-base'),
+     r"pos_type='fixed-base' needs tl\.FixedBasePositionalEncoding"),
+    (dict(pos_type='infinite'),
+     r"pos_type='infinite' needs tl\.InfinitePositionalEncoding"),
+    (dict(pos_type='time-bin'),
+     r"pos_type='time-bin' needs tl\.TimeBinPositionalEncoding"),
+])
+def test_unavailable_options_name_the_missing_layer(kwargs, pattern):
+  with pytest.raises(NotImplementedError, match=pattern):
+    ct.ConfigurableTransformerLM(11, **kwargs)
+
+
+def test_other_unavailable_options():
+  with pytest.raises(NotImplementedError,
+                     match=r'ConfigurableTransformer: '
+                     r'enc_dec_attention_sparsity=2 needs tl\.FactoredDense'):
+    ct.ConfigurableTransformer(11, enc_dec_attention_sparsity=2)
+  with pytest.raises(NotImplementedError,
+                     match=r'ConfigurableTransformerEncoder: ff_sparsity=8'):
+    ct.ConfigurableTransformerEncoder(11, ff_sparsity=8)
+  with pytest.raises(NotImplementedError,
+                     match=r'FeedForwardWithOptions: ff_sparsity=8'):
+    ct.FeedForwardWithOptions(8, 16, 0.0, None, tl.Relu, 0.0, 0, 0, 8, True,
+                              'eval')
+  with pytest.raises(ValueError, match=r"unknown loss_sparsity_type 'bad'"):
+    ct.ConfigurableTransformerLM(11, loss_sparsity=2,
+                                 loss_sparsity_type='bad')
+  with pytest.raises(ValueError, match=r"pos_type='axial' selects "
+                     r'AxialPositionalEncoding, which needs pos_axial_shape'):
+    ct.ConfigurableTransformerLM(11, pos_type='axial')
+
+
+def test_options_that_keep_the_dense_layers_are_accepted():
+  # As in Trax: an unknown ff_sparsity_type falls back to the dense block,
+  # and loss sparsity only counts with a sparsity type.
+  ct.ConfigurableTransformerLM(11, n_layers=1, ff_sparsity=4,
+                               ff_sparsity_type='dense')
+  ct.ConfigurableTransformerLM(11, n_layers=1, loss_sparsity=4,
+                               loss_sparsity_type=None)
+  ct.ConfigurableTransformer(11, n_encoder_layers=1, n_decoder_layers=1,
+                             enc_dec_attention_sparsity=('noop', None))
+
+
+def test_apply_attention_layer_picks_the_constructor_api():
+  classic = ct.ApplyAttentionLayer(tl.CausalAttention, 8, 2, 4, 4, True,
+                                   False, 0.0, 0.0, 0, 'eval')
+  efficient = ct.ApplyAttentionLayer(efficient_attention.SelfAttention, 8, 2,
+                                     4, 4, True, False, 0.0, 0.0, 2, 'eval')
+  assert classic.name == tl.CausalAttention(8, n_heads=2).name
+  # attention_chunk_size=2 wraps the layer in tl.Chunk's Serial.
+  assert 'SelfAttention' in str(efficient) and 'Scan' in str(efficient)
