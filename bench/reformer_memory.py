@@ -23,19 +23,7 @@ TransformerLM at that length.
 This is a benchmark, not a test: it takes tens of minutes on 2 cores and
 needs the budget's worth of free memory.
 
-Figures measured on the shared 2-core machine (2026-11-30, peak RSS in GiB,
-including about 0.65 GiB of TensorFlow at import; depth 6 -> 24):
-
-| length | ReformerLM, eager | ReformerLM, tf.function | TransformerLM, tf.fn |
-| --- | --- | --- | --- |
-| 4096 | 0.88 -> 0.99 (+12%) | 1.10 -> 1.93 (+75%) | 3.00 -> 8.73 |
-| 16384 | 1.45 -> 1.54 (+6%) | 2.01 -> 4.37 (+117%) | not run (> 16 GiB) |
-| 65536 | 3.46 -> 3.84 (+11%) | 5.49 at depth 6 | not run (> 16 GiB) |
-
-TransformerLM at 8192, depth 6: 8.3-9.0 GiB, 450 tokens/s; ReformerLM at
-16384, depth 6: 1777 tokens/s (tf.function), 1854 (eager). Eagerly, the
-reversible backward keeps ReformerLM's memory nearly flat in depth; under
-tf.function it grows by about 12 activation-sized tensors per layer.
+Figures measured on the shared 2-core machine are in bench/README.md.
 """
 
 import argparse

@@ -455,14 +455,11 @@ TRAX_NAMES = {
 }
 
 MISSING_MODULES = [
-    'layers.reversible', 'layers.research.efficient_attention',
-    'layers.research.position_encodings', 'layers.research.rel_attention',
-    'layers.research.resampling',
-    'layers.research.rotary_positional_embedding', 'layers.research.sparsity',
-    'models.research.bert', 'models.research.configurable_transformer',
+    'layers.research.rel_attention', 'layers.research.resampling',
+    'layers.research.rotary_positional_embedding',
+    'layers.research.sparsity', 'models.research.bert',
     'models.research.hourglass', 'models.research.terraformer',
-    'models.research.transformer2', 'models.reformer.reformer',
-    'supervised.trainer_lib',
+    'models.research.transformer2',
 ]
 
 MISSING_NAMES = {
@@ -473,52 +470,34 @@ MISSING_NAMES = {
         'override_backend',
     ],
     'layers': [
-        'AttentionResampling', 'AveragePooling', 'AxialPositionalEncoding',
-        'BlockSparseFF', 'CausalFavor', 'CausalFavorAttention',
-        'ConvCausalAttention', 'CreateAttentionMaskLayer',
-        'EfficientAttentionBase', 'EinsumDense', 'EncDecAttention',
-        'FactoredDense', 'Favor', 'FavorAttention', 'FeedForwardBlock',
-        'FixedBasePositionalEncoding', 'InfinitePositionalEncoding', 'LSHFF',
-        'LSHSelfAttention', 'LinearPooling', 'LinearUpsampling',
-        'LocallyConnectedDense', 'LocallyConvDense', 'LowRankCausalAttention',
-        'LowRankDense', 'MergeLastTwoAxes', 'MixedLSHSelfAttention',
+        'AttentionResampling', 'AveragePooling', 'BlockSparseFF',
+        'CausalFavor', 'CausalFavorAttention', 'ConvCausalAttention',
+        'CreateAttentionMaskLayer', 'EinsumDense', 'FactoredDense', 'Favor',
+        'FavorAttention', 'FeedForwardBlock', 'LinearPooling',
+        'LinearUpsampling', 'LocallyConnectedDense', 'LocallyConvDense',
+        'LowRankCausalAttention', 'LowRankDense', 'MergeLastTwoAxes',
         'ModularCausalAttention', 'MultiplicativeCausalAttention',
         'MultiplicativeConvCausalAttention',
         'MultiplicativeModularCausalAttention',
-        'MultiplicativeModularSparseDense', 'N_WEIGHTS_SHARDS',
-        'NaiveUpsampling', 'NoUpsampling', 'PositionalEmbeddings',
-        'PureLSHSelfAttention', 'PureLSHSelfAttentionWrapper', 'RandomLayer',
-        'RelativeAttention', 'RelativeAttentionLMLayer',
-        'RelativeAttentionLayer', 'RelativeAttentionWrapper',
-        'ReversibleConcatenatePair', 'ReversibleHalfResidual',
-        'ReversibleLayer', 'ReversiblePrintShape', 'ReversibleRandomPermute',
-        'ReversibleReshape', 'ReversibleReshapePermute', 'ReversibleSelect',
-        'ReversibleSerial', 'ReversibleSwap', 'Rotate', 'SelfAttention',
-        'ShiftRightCls', 'SinCosPositionalEncoding', 'SparseDenseWithOptions',
-        'SparseFF', 'SplitLastAxis', 'SwitchSparseFF',
-        'TimeBinPositionalEncoding', 'apply_broadcasted_dropout', 'attend',
-        'calc_funnel_ratio', 'flatten_weights_and_state', 'get_rel_att_inputs',
-        'hash_vecs', 'length_normalized', 'look_adjacent',
-        'mask_self_attention', 'np_from_file', 'np_to_file',
-        'permute_via_gather', 'permute_via_sort', 'rotate', 'shard',
-        'threefry_2x32_prange', 'threefry_2x32_prf',
-        'unflatten_weights_and_state', 'unshard', 'unshard_in_pmap',
+        'MultiplicativeModularSparseDense', 'NaiveUpsampling', 'NoUpsampling',
+        'PositionalEmbeddings', 'RandomLayer', 'RelativeAttention',
+        'RelativeAttentionLMLayer', 'RelativeAttentionLayer',
+        'RelativeAttentionWrapper', 'ReversibleRandomPermute',
+        'ReversibleReshapePermute', 'Rotate', 'ShiftRightCls',
+        'SparseDenseWithOptions', 'SparseFF', 'SplitLastAxis',
+        'SwitchSparseFF', 'calc_funnel_ratio', 'get_rel_att_inputs', 'rotate',
+        'unshard_in_pmap',
     ],
     'models': [
         'BERT', 'BERTClassifierHead', 'BERTRegressionHead',
-        'ConfigurableTerraformer', 'ConfigurableTransformer',
-        'ConfigurableTransformerEncoder', 'ConfigurableTransformerLM',
-        'HourglassLM', 'Reformer', 'ReformerLM', 'ReformerShortenLM',
-        'Transformer2', 'bert', 'configurable_transformer', 'hourglass',
-        'reformer', 'terraformer', 'transformer2',
+        'ConfigurableTerraformer', 'HourglassLM', 'Transformer2', 'bert',
+        'hourglass', 'terraformer', 'transformer2',
     ],
     # Trax's older trainer_lib API.
     'supervised': [
-        'Trainer', 'train', 'trainer_lib',
+        'Trainer',
     ],
     'layers.base': [
-        'N_WEIGHTS_SHARDS', 'flatten_weights_and_state', 'np_from_file',
-        'np_to_file', 'shard', 'unflatten_weights_and_state', 'unshard',
         'unshard_in_pmap',
     ],
     # Trax's gin default constants.
@@ -528,7 +507,7 @@ MISSING_NAMES = {
         'N_LAYERS',
     ],
     'supervised.training': [
-        'init_host_and_devices', 'pickle_to_file', 'unpickle_from_file',
+        'init_host_and_devices',
     ],
     'supervised.callbacks': [
         'SerializedModelEvaluation', 'consume_sequence',
@@ -545,6 +524,10 @@ MISSING_NAMES = {
         'nested_stack', 'nested_zip', 'np_abstract_eval', 'random_bernoulli',
         'random_normal', 'random_randint', 'random_uniform', 'tree_flatten',
         'tree_leaves', 'tree_unflatten',
+    ],
+    'supervised.trainer_lib': [
+        'OptState', 'Trainer', 'TrainerState', 'epochs', 'load_trainer_state',
+        'make_trainer_state_dict', 'trainer_state_from_dict',
     ],
 }
 

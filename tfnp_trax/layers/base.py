@@ -25,7 +25,11 @@ from tfnp_trax.layers import _per_call
 
 __all__ = ['Layer', 'PureLayer', 'Fn', 'LayerError', 'EMPTY_WEIGHTS',
            'EMPTY_STATE', 'GET_WEIGHTS_FROM_CACHE', 'GET_STATE_FROM_CACHE',
-           'is_cache_marker', 'to_list']
+           'is_cache_marker', 'to_list',
+           # Trax's weight-file helpers, resolved lazily (see the end).
+           'N_WEIGHTS_SHARDS', 'flatten_weights_and_state',
+           'unflatten_weights_and_state', 'np_to_file', 'np_from_file',
+           'shard', 'unshard']
 
 EMPTY_WEIGHTS = ()
 EMPTY_STATE = ()

@@ -1,7 +1,8 @@
 """supervised: training loops, tasks, checkpoints and learning-rate schedules."""
 
-# The names `trax.supervised` binds (Trax's `Trainer` and `train` belong to
-# its older trainer_lib, which tfnp_trax does not have).
+# The names `trax.supervised` binds. Trax's `Trainer` belongs to its older
+# trainer_lib API, which tfnp_trax does not have; `trainer_lib` and `train`
+# are bound lazily (below), so `import tfnp_trax` does not import gin.
 from tfnp_trax.supervised import callbacks
 from tfnp_trax.supervised import decoding
 from tfnp_trax.supervised import lr_schedules
@@ -11,4 +12,12 @@ from tfnp_trax.supervised.training import EvalTask
 from tfnp_trax.supervised.training import TrainTask
 
 __all__ = ['callbacks', 'decoding', 'lr_schedules', 'reversible_trainer',
-           'training', 'EvalTask', 'TrainTask']
+           'training', 'EvalTask', 'TrainTask', 'trainer_lib', 'train']
+
+
+def __getattr__(name):
+  if name in ('trainer_lib', 'train'):
+    import importlib  # pylint: disable=g-import-not-at-top
+    module = importlib.import_module('tfnp_trax.supervised.trainer_lib')
+    return module if name == 'trainer_lib' else module.train
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
