@@ -1,8 +1,6 @@
 """Gin with Trax's names: Trax's own configs, errors, registration, imports."""
 
 import doctest
-import importlib
-import inspect
 import os
 import sys
 import types
@@ -21,7 +19,7 @@ CONFIGS = os.path.join(os.path.dirname(__file__), 'testdata', 'trax_configs')
 ALL_CONFIGS = ['gru_copy', 'rse_addition', 'mlp_mnist', 'reformer_copy',
                'reformer_addition', 'terraformer_copy']
 # Every Trax name these configs use has a tfnp_trax counterpart today.
-COMPLETE_CONFIGS = ['gru_copy', 'rse_addition', 'mlp_mnist']
+COMPLETE_CONFIGS = ['gru_copy', 'rse_addition', 'mlp_mnist', 'reformer_copy']
 
 
 @pytest.fixture(autouse=True)
@@ -88,26 +86,51 @@ def test_trax_config_values_reach_the_tfnp_trax_objects():
 def test_every_trax_config_parses_or_names_what_tfnp_trax_lacks(name):
   """Parses, or fails only by naming a missing Trax name and its line."""
   path = _config(name)
-  configurable_transformer = importlib.import_module(
-      'tfnp_trax.models.research.configurable_transformer')
-  lacks_pos_offset = 'pos_start_from_zero_prob' not in inspect.signature(
-      configurable_transformer.ConfigurableTransformerLM).parameters
   try:
     gin_config.parse_config_file(path)
   except gin_config.GinConfigError as e:
     message = str(e)
-    if name == 'reformer_addition' and lacks_pos_offset:
-      # Trax 1.4.1's ConfigurableTransformerLM takes this; ours not yet.
-      line = _line_of(path, 'ConfigurableTransformerLM.pos_start_from_zero')
-      assert "has no parameter 'pos_start_from_zero_prob'" in message
-      assert f'line {line}' in message
-      return
     missing = [n for n in gin_config.missing_trax_names() if n in message]
     assert missing, message
     assert 'does not provide yet' in message
     assert '.gin", line ' in message, message
     return
-  assert not (name == 'reformer_addition' and lacks_pos_offset)
+  assert name != 'terraformer_copy'  # Its model is not in tfnp_trax yet.
+
+
+def test_reformer_addition_skips_only_the_terraformer_bindings():
+  path = _config('reformer_addition')
+  gin_config.parse_config_file(path)
+  skipped = gin_config.skipped_bindings()
+  assert {n for _, n in skipped} == {'trax.models.ConfigurableTerraformer'}
+  first = _line_of(path, 'ConfigurableTerraformer.d_model')
+  assert skipped[0] == (f'{path}:{first}',
+                        'trax.models.ConfigurableTerraformer')
+  # Trax 1.4.1's ConfigurableTransformerLM arguments reach ours.
+  assert gin.query_parameter(
+      'ConfigurableTransformerLM.pos_start_from_zero_prob') == 0.05
+  assert gin.query_parameter(
+      'ConfigurableTransformerLM.pos_max_offset_to_add') == 300
+
+
+def test_terraformer_copy_names_the_missing_model():
+  path = _config('terraformer_copy')
+  with pytest.raises(gin_config.GinConfigError) as info:
+    gin_config.parse_config_file(path)
+  message = str(info.value)
+  assert message.startswith('trax.models.ConfigurableTerraformer is a Trax '
+                            'gin name that tfnp_trax does not provide yet')
+  line = _line_of(path, 'train.model = @trax.models.ConfigurableTerraformer')
+  assert f'line {line}' in message
+
+
+def test_reformer_copy_builds_trax_fixed_base_reformer():
+  gin_config.parse_config_file(_config('reformer_copy'))
+  assert gin.query_parameter('ReformerLM.pos_type') == 'fixed-base'
+  model_fn = gin.query_parameter('train.model').scoped_configurable_fn
+  text = str(model_fn(mode='eval'))
+  assert 'FixedBasePositionalEncoding' in text
+  assert text.count('LSHSelfAttention') == 3  # n_layers = 3.
 
 
 def test_config_using_a_missing_model_names_it_and_the_line(fake_trax_name,

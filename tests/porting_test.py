@@ -8,7 +8,7 @@ hand-written backward pass.
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
@@ -88,7 +88,7 @@ def test_trax_program_compiled(mode):
     y, _ = model.pure_fn(x, weights, state, rng)
     return -jnp.mean(jnp.sum(targets * y, axis=-1)), y
 
-  grad_fn = _modes.compile_fn(fastmath.grad(loss_fn, has_aux=True), mode)
+  grad_fn = lt.compile_fn(fastmath.grad(loss_fn, has_aux=True), mode)
   grads, log_probs = grad_fn(model.weights, model.state, model.rng)
   want_lp, _, want_grads = numpy_forward_backward(x, targets, params)
   np.testing.assert_allclose(log_probs, want_lp, rtol=1e-5, atol=1e-5)

@@ -28,6 +28,27 @@ SHRINK = {
                      'eval_len256/addition_input_stream.min_length = 32',
                      'eval_len256/addition_input_stream.max_length = 32',
                      'eval_len256/addition_input_stream.pad_to_multiple = 32'],
+    # ReformerLM with fixed-base positions and LSH attention.
+    'reformer_copy': ['sequence_copy_inputs.batch_size = 4',
+                      'sequence_copy_inputs.train_length = 16',
+                      'sequence_copy_inputs.eval_min_length = 4',
+                      'sequence_copy_inputs.eval_max_length = 16',
+                      'sequence_copy_inputs.pad_to_multiple = 16',
+                      'ReformerLM.d_model = 16', 'ReformerLM.d_ff = 32',
+                      'ReformerLM.n_layers = 1',
+                      'ReformerLM.d_attention_key = 4',
+                      'ReformerLM.d_attention_value = 4',
+                      'LSHSelfAttention.n_buckets = 2',
+                      'LSHSelfAttention.chunk_len = 8'],
+    # ConfigurableTransformerLM with random position offsets in training.
+    'reformer_addition': ['addition_inputs.batch_size = 4',
+                          'addition_inputs.train_length = 16',
+                          'addition_inputs.eval_min_length = 16',
+                          'addition_inputs.eval_max_length = 16',
+                          'addition_inputs.pad_to_multiple = 16',
+                          'ConfigurableTransformerLM.d_model = 16',
+                          'ConfigurableTransformerLM.d_ff = 32',
+                          'ConfigurableTransformerLM.n_layers = 1'],
     # Reads a small stand-in for TFDS mnist (see _local_mnist) from
     # --data_dir; nothing is downloaded.
     'mlp_mnist': ['batcher.batch_size_per_device = 8',

@@ -21,7 +21,8 @@ import sys
 from absl import flags
 from absl import logging
 
-__all__ = ['FLAGS', 'main', 'gin_bindings', 'train_from_configs']
+__all__ = ['FLAGS', 'main', 'gin_bindings', 'train_from_configs',
+           'run_configs']
 
 FLAGS = flags.FlagValues()
 flags.DEFINE_string('output_dir', None, 'Path to the directory to save logs '
@@ -82,12 +83,16 @@ def train_from_configs(config_files, bindings, output_dir=None):
   Raises:
     tfnp_trax.gin_config.GinConfigError: a config names a Trax name that
       tfnp_trax lacks, or has a typo.
+    OSError: a config file cannot be opened.
   """
-  # pylint: disable=g-import-not-at-top
-  from tfnp_trax import gin_config
-  from tfnp_trax.supervised import trainer_lib
-  # pylint: enable=g-import-not-at-top
+  from tfnp_trax import gin_config  # pylint: disable=g-import-not-at-top
   gin_config.parse_config_files_and_bindings(config_files, bindings)
+  return _train_parsed(output_dir)
+
+
+def _train_parsed(output_dir):
+  """Runs `trainer_lib.train` with the gin configuration already parsed."""
+  from tfnp_trax.supervised import trainer_lib  # pylint: disable=g-import-not-at-top
   if output_dir:
     output_dir = os.path.expanduser(output_dir)
   else:
@@ -119,11 +124,26 @@ def main(argv):
           f'bindings), e.g. --config_file=gru_copy.gin '
           f"--config='train.steps = 100'.", file=sys.stderr)
     return 2
+  return run_configs(argv[0], FLAGS.config_file or [], bindings,
+                     FLAGS.output_dir)
+
+
+def run_configs(prog, config_files, bindings, output_dir=None):
+  """`train_from_configs` for a command line; returns the exit code.
+
+  A config that cannot be parsed (a missing file, an unknown name, a typo)
+  is a usage error: its message goes to stderr as `prog: ...` and the code
+  is 2. Only parsing is guarded: an OSError while training (e.g. a full
+  disk) is no usage error and keeps its traceback.
+  """
+  from tfnp_trax import gin_config  # pylint: disable=g-import-not-at-top
   try:
-    train_from_configs(FLAGS.config_file or [], bindings, FLAGS.output_dir)
-  except gin_config.GinConfigError as e:
-    print(f'{argv[0]}: {e}', file=sys.stderr)
+    gin_config.parse_config_files_and_bindings(config_files, bindings)
+  except (gin_config.GinConfigError, OSError) as e:
+    # gin's OSError names the file: "Unable to open file: X.gin ...".
+    print(f'{prog}: {e}', file=sys.stderr)
     return 2
+  _train_parsed(output_dir)
   return 0
 
 

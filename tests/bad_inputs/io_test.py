@@ -123,27 +123,21 @@ CASES = [
          ValueError, r'FilterByLength: length_keys names position 5, but '
          r'examples have 2 value\(s\)'),
     Case('data_batch_size_float', _first(lambda: data.Batch(2.5)), TypeError,
-         r'Batch: batch_size must be a positive int, got 2.5',
-         xfail='Batch(2.5) yields nothing (StopIteration) instead of an '
-         'error; fix in data/_batcher.py: raise TypeError(f"Batch: '
-         'batch_size must be a positive int, got {batch_size!r}") unless '
-         'isinstance(batch_size, int).'),
+         r'Batch: batch_size must be a positive int, got 2.5 \(float\)'),
     Case('data_batch_size_string', _first(lambda: data.Batch('4')), TypeError,
-         r'Batch: batch_size must be a positive int',
-         xfail="Batch('4') fails with \"'<=' not supported between "
-         "instances of 'str' and 'int'\"; same fix as data_batch_size_float."),
+         r"Batch: batch_size must be a positive int, got '4' \(str\)"),
     Case('data_serial_of_a_non_callable', lambda: data.Serial(3), TypeError,
-         r'Serial: .*callable.*got 3',
-         xfail="data.Serial(3) builds, then fails in the stream with \"'int' "
-         "object is not callable\"; fix: data.Serial should raise "
-         'TypeError(f"Serial: step {i} must be a callable stream function, '
-         'got {fn!r}") when built.'),
+         r'Serial: step 0 must be a callable stream function .*got 3'),
+    # len(boundaries) batch sizes is accepted (Trax's eval buckets rely on
+    # it): there is no bucket for longer examples, which then raise.
     Case('data_bucket_batch_sizes_wrong_length',
-         _first(lambda: data.BucketByLength([4], [2])), ValueError,
-         r'BucketByLength: .*batch_sizes',
-         xfail='BucketByLength([4], [2]) runs; Trax needs one more batch '
-         'size than boundaries; fix: raise ValueError("BucketByLength: '
-         'got 1 boundaries so batch_sizes needs 2 entries, got [2]").'),
+         _first(lambda: data.BucketByLength([4, 8], [2])), ValueError,
+         r'BucketByLength: 2 boundaries \[4, 8\] need 3 batch sizes .* or '
+         r'2 .* but 1 batch sizes \[2\] were given'),
+    Case('data_bucket_example_beyond_the_last_boundary',
+         _first(lambda: data.BucketByLength([2], [2])), ValueError,
+         r'BucketByLength: an example of length 3 is longer than the last '
+         r'boundary 2, and there is no bucket for it'),
     # -- Export (SavedModel, Keras, TFLite) ------------------------------------
     Case('export_signature_wrong_width', _save(SD((2, 7), F32)), LayerError,
          r'Dense_4: input last dim 7 does not match weights in_dim 5'),
@@ -191,24 +185,16 @@ CASES = [
     Case('decode_uninitialized_model',
          _sample(lambda: models.TransformerLM(
              10, d_model=8, d_ff=16, n_layers=1, n_heads=2, max_len=16,
-             mode='predict')), ValueError, r'not initialized',
-         xfail='an uninitialized predict model fails with "IndexError: '
-         'tuple index out of range" in _decode_utils.length_limit; fix: '
-         'check model.initialized first and raise ValueError('
-         '"autoregressive_sample: model TransformerLM is not initialized; '
-         'call model.init(shapes.ShapeDtype((batch_size, 1), jnp.int32))").'),
+             mode='predict')), ValueError,
+         r'autoregressive_sample: model Serial is not initialized; '
+         r'call model.init\(shapes.ShapeDtype\(\(1, 1\), jnp.int32\)\)'),
     Case('decode_float_inputs', _sample(inputs=np.ones((1, 3), F32)),
-         TypeError, r'autoregressive_sample: inputs must be integer',
-         xfail='float inputs are cast to int silently; fix in '
-         'decoding.autoregressive_sample_stream: raise TypeError('
-         '"autoregressive_sample: inputs must be integer token ids, got '
-         'dtype float32").'),
+         TypeError, r'autoregressive_sample: inputs must be integer token '
+         r'ids, got dtype float32'),
     Case('decode_train_mode_model', _sample(_train_lm), ValueError,
-         r"mode='predict'",
-         xfail="a model built with mode='train' fails deep inside with an "
-         "AssertShape message about Embedding; fix: decoding should say "
-         "\"autoregressive_sample: expected a model built with "
-         "mode='predict' (it keeps a decoding cache in its state)\"."),
+         r"autoregressive_sample: expected a model built with mode='predict' "
+         r"\(it keeps a decoding cache in its state\), but Serial's "
+         r"layers are in mode \['train'\]"),
     # -- Command line: tfnp-trax / python -m tfnp_trax.cli, and the trainer ----
     Case('cli_unknown_model', _tfnp_trax('train', '--model=gpt9'), CliExit,
          r'exit 2: tfnp-trax train: flag --model=gpt9: value should be one '
@@ -236,11 +222,7 @@ CASES = [
          r"'stepz'. Did you mean 'steps'\?"),
     Case('trainer_missing_config_file',
          _trainer('--config_file=/nonexistent/x.gin'), CliExit,
-         r'exit 2: trainer: .*/nonexistent/x.gin',
-         xfail='gin raises OSError("Unable to open file: ...") out of '
-         'tfnp_trax.trainer.main, a traceback instead of a usage error; '
-         'fix: catch OSError around train_from_configs in trainer.main, '
-         'print f"{argv[0]}: {e}" to stderr and return 2.'),
+         r'exit 2: trainer: Unable to open file: /nonexistent/x.gin'),
 ]
 
 

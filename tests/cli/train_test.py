@@ -119,3 +119,25 @@ def test_config_file_with_other_training_flags_is_an_error(capsys):
   assert code == 2
   assert ('--config_file/--config configure the run through gin; --model, '
           '--steps would be ignored') in capsys.readouterr().err
+
+
+def test_bad_flags_and_missing_config_file_exit_2_with_a_message(capsys):
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  assert train.main(['tfnp-trax train', '--stepz', '5']) == 2
+  assert ("tfnp-trax train: Unknown command line flag 'stepz'"
+          in capsys.readouterr().err)
+  assert train.main(['tfnp-trax train', '--steps', 'ten']) == 2
+  assert 'invalid literal for int()' in capsys.readouterr().err
+  assert train.main(['tfnp-trax train', '--config_file',
+                     '/nonexistent/x.gin']) == 2
+  assert ('tfnp-trax train: Unable to open file: /nonexistent/x.gin'
+          in capsys.readouterr().err)
+
+
+def test_task_defaults_are_named():
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  defaults = train._DEFAULTS['digits']  # pylint: disable=protected-access
+  assert isinstance(defaults, train.TaskDefaults)
+  assert defaults._asdict() == {'steps': 600, 'batch_size': 64,
+                                'learning_rate': 1e-3, 'eval_every': 100}
+  assert set(train._DEFAULTS) == {'pylm', 'digits', 'copy'}  # pylint: disable=protected-access

@@ -305,8 +305,15 @@ def test_errors_name_the_step_position_and_value():
   with pytest.raises(ValueError, match=r'CastTo: position 0 holds \|S2'):
     list(inputs.CastTo()(iter([(np.array([b'12']),)])))
   with pytest.raises(ValueError, match=r'BucketByLength: 2 boundaries '
-                     r'\[4, 8\] make 3 buckets, but 5 batch sizes'):
+                     r'\[4, 8\] need 3 batch sizes .* or 2 .* but 5 batch '
+                     r'sizes \[4, 2, 1, 1, 1\] were given'):
     inputs.BucketByLength([4, 8], [4, 2, 1, 1, 1])
+  with pytest.raises(TypeError, match=r"BucketByLength: batch_sizes\[1\] "
+                     r"must be a positive int, got '2' \(str\)"):
+    inputs.BucketByLength([4], [4, '2'])
+  with pytest.raises(ValueError, match=r'BucketByLength: batch_sizes\[0\] '
+                     r'must be positive, got 0'):
+    inputs.BucketByLength([4], [0])
   with pytest.raises(ValueError, match=r'BucketByLength: an example of length '
                      r'9 is longer than the last boundary 8'):
     list(inputs.BucketByLength([4, 8], [2, 2])(iter(_ex(9))))

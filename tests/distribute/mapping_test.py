@@ -1,6 +1,5 @@
 """Tests for distribute.mapping.pmap."""
 
-import doctest
 import json
 
 import numpy as np
@@ -133,8 +132,3 @@ def test_pmap_on_four_replicas_matches_numpy(four_cpu_results):
 def test_per_replica_output_and_replicated_input(four_cpu_results):
   assert four_cpu_results['per_replica_type'] == 'PerReplica'
   assert four_cpu_results['jax_layout'] == 3.0
-
-
-def test_docstring_examples():
-  result = doctest.testmod(mapping)
-  assert result.attempted > 0 and result.failed == 0, result

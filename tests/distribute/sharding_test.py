@@ -1,6 +1,5 @@
 """Tests for distribute.sharding (per-device layouts)."""
 
-import doctest
 import numpy as np
 import pytest
 
@@ -72,8 +71,3 @@ def test_for_n_devices_replicates():
 def test_for_n_devices_one_device_is_identity():
   x = {'w': np.ones((2, 2))}
   assert sharding.for_n_devices(x, 1) is x
-
-
-def test_docstring_examples():
-  result = doctest.testmod(sharding)
-  assert result.attempted > 0 and result.failed == 0, result

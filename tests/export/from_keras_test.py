@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import export
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -16,14 +16,14 @@ def _x(shape=(2, 5), seed=0):
   return np.random.RandomState(seed).normal(size=shape).astype(np.float32)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_dense_in_serial_matches_numpy(mode):
   model = tl.Serial(export.FromKeras(keras.layers.Dense(3)), tl.Relu())
   x = _x()
   model.init(shapes.signature(x))
   kernel, bias = (np.asarray(w) for w in model.weights[0])
   assert kernel.shape == (5, 3) and bias.shape == (3,)
-  y, _ = _modes.run_layer(model, x, mode)
+  y, _ = lt.run_layer(model, x, mode)
   np.testing.assert_allclose(np.asarray(y), np.maximum(
       x.astype(np.float64) @ kernel + bias, 0), rtol=1e-5, atol=1e-6)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 
@@ -17,11 +17,11 @@ def _f32(value):
   return jnp.asarray(value, dtype=jnp.float32)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_vmap_mapped_and_broadcast_args(mode):
   xs, m = _x(4, 2, 3), _x(3, 5, seed=1)
   f = fastmath.vmap(lambda x, w: jnp.tanh(x) @ w, in_axes=(0, None))
-  got = _modes.compile_fn(f, mode)(xs, m)
+  got = lt.compile_fn(f, mode)(xs, m)
   want = np.einsum('bij,jk->bik', np.tanh(xs.astype(np.float64)), m)
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
@@ -52,12 +52,12 @@ def _np_scan(f, carry, xs, reverse=False):
   return carry, np.stack(ys)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('reverse', [False, True])
 def test_scan_matches_python_loop(mode, reverse):
   xs = _x(5, 3)
   step = lambda c, x: (0.5 * c + x, c * x)
-  got_c, got_ys = _modes.compile_fn(
+  got_c, got_ys = lt.compile_fn(
       lambda xs: fastmath.scan(step, _f32(np.ones(3)), xs, reverse=reverse),
       mode)(xs)
   want_c, want_ys = _np_scan(step, np.ones(3), xs.astype(np.float64),
@@ -66,7 +66,7 @@ def test_scan_matches_python_loop(mode, reverse):
   np.testing.assert_allclose(got_ys, want_ys, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_scan_tree_carry_and_xs(mode):
   xs = {'a': _x(4, 2), 'b': _x(4, seed=1)}
 
@@ -76,7 +76,7 @@ def test_scan_tree_carry_and_xs(mode):
     return (total, count + 1), {'t': total, 'neg': -x['b']}
 
   init = (_f32(np.zeros(2)), jnp.asarray(0, dtype=jnp.int32))
-  (total, count), ys = _modes.compile_fn(
+  (total, count), ys = lt.compile_fn(
       lambda xs: fastmath.scan(step, init, xs), mode)(xs)
   prod = xs['a'].astype(np.float64) * xs['b'][:, None]
   np.testing.assert_allclose(total, prod.sum(0), rtol=1e-5)
@@ -92,18 +92,18 @@ def test_scan_with_length_and_no_xs():
   np.testing.assert_allclose(ys, [1., 2., 4., 8.])
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_fori_loop(mode):
   def run(x):
     return fastmath.fori_loop(
         1, 5, lambda i, v: (v[0] * i.astype(jnp.float32), v[1] + x), (
             _f32(1.), _f32(np.zeros(2))))
-  prod, total = _modes.compile_fn(run, mode)(_x(2))
+  prod, total = lt.compile_fn(run, mode)(_x(2))
   assert float(prod) == 24.
   np.testing.assert_allclose(total, 4 * _x(2), rtol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('pred', [True, False])
 def test_cond_call_forms(mode, pred):
   x, y = _x(3), _x(3, seed=1)
@@ -115,7 +115,7 @@ def test_cond_call_forms(mode, pred):
     old = fastmath.cond(p, x, lambda a: 2. * a, y, lambda b: -b)
     return no_operands, one, two, old
 
-  got = _modes.compile_fn(run, mode)(np.bool_(pred), x, y)
+  got = lt.compile_fn(run, mode)(np.bool_(pred), x, y)
   want = ((1., x + 1., x * y, 2. * x) if pred else
           (2., x - 1., x - y, -y))
   for g, w in zip(got, want):
@@ -136,7 +136,7 @@ def test_cond_bad_call():
     fastmath.cond(True, 1., lambda x: x)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_grad_through_scan(mode):
   xs = _x(4)
 
@@ -145,7 +145,7 @@ def test_grad_through_scan(mode):
     return carry + jnp.sum(ys)
 
   w = np.float32(0.7)
-  got = _modes.compile_fn(fastmath.grad(loss), mode)(w, xs)
+  got = lt.compile_fn(fastmath.grad(loss), mode)(w, xs)
 
   def ref(w):  # The same loss in NumPy float64.
     c, total = 1.0, 0.0

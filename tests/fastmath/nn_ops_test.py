@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 
 
@@ -87,7 +87,7 @@ def test_conv_matches_numpy(case):
 @pytest.mark.parametrize('mode', ['jit', 'xla'])
 def test_conv_compiled(mode):
   x, k = _x(2, 6, 5, 3), _x(3, 3, 3, 2, seed=1)
-  got = _modes.compile_fn(
+  got = lt.compile_fn(
       lambda a, b: fastmath.conv(a, b, (2, 1), 'SAME', (1, 1)), mode)(x, k)
   np.testing.assert_allclose(got, np_conv(x, k, (2, 1), 'SAME'), rtol=1e-4,
                              atol=1e-5)
@@ -151,6 +151,6 @@ def test_pools_compiled(mode, kind):
   x = _x(2, 5, 6, 2)
   fn = {'max': fastmath.max_pool, 'avg': fastmath.avg_pool,
         'sum': fastmath.sum_pool}[kind]
-  got = _modes.compile_fn(lambda a: fn(a, (2, 3), (1, 2), 'SAME'), mode)(x)
+  got = lt.compile_fn(lambda a: fn(a, (2, 3), (1, 2), 'SAME'), mode)(x)
   np.testing.assert_allclose(got, np_pool(x, (2, 3), (1, 2), 'SAME', kind),
                              rtol=1e-5, atol=1e-5)

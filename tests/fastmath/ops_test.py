@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 
 
@@ -21,12 +21,12 @@ def _np_logsumexp(x, axis=None, keepdims=False):
   return out if keepdims else np.squeeze(out, axis=axis)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('axis,keepdims', [(None, False), (1, False),
                                            (0, True), (-1, True)])
 def test_logsumexp(mode, axis, keepdims):
   x = _x(3, 4)
-  got = _modes.compile_fn(
+  got = lt.compile_fn(
       lambda a: fastmath.logsumexp(a, axis=axis, keepdims=keepdims), mode)(x)
   np.testing.assert_allclose(got, _np_logsumexp(x, axis, keepdims), rtol=1e-5)
 
@@ -37,22 +37,22 @@ def test_logsumexp_is_stable_for_large_inputs():
                              _np_logsumexp(x), rtol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_expit_and_erf(mode):
   x = np.linspace(-4, 4, 17).astype(np.float32)
-  expit, erf = _modes.compile_fn(
+  expit, erf = lt.compile_fn(
       lambda a: (fastmath.expit(a), fastmath.erf(a)), mode)(x)
   x64 = x.astype(np.float64)
   np.testing.assert_allclose(expit, 1 / (1 + np.exp(-x64)), rtol=1e-6)
   np.testing.assert_allclose(erf, [math.erf(v) for v in x64], atol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('dimension', [-1, 0])
 def test_sort_key_val(mode, dimension):
   keys = np.array([[3, 1, 2, 1], [0, 5, 5, 4], [2, 2, 9, 1]], np.int32)
   vals = np.arange(12, dtype=np.float32).reshape(3, 4)
-  got_k, got_v = _modes.compile_fn(
+  got_k, got_v = lt.compile_fn(
       lambda k, v: fastmath.sort_key_val(k, v, dimension=dimension),
       mode)(keys, vals)
   order = np.argsort(keys, axis=dimension, kind='stable')
@@ -62,10 +62,10 @@ def test_sort_key_val(mode, dimension):
                                                           dimension))
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_top_k(mode):
   x = _x(3, 6)
-  values, indices = _modes.compile_fn(lambda a: fastmath.top_k(a, 2), mode)(x)
+  values, indices = lt.compile_fn(lambda a: fastmath.top_k(a, 2), mode)(x)
   want_idx = np.argsort(-x, axis=-1)[:, :2]
   np.testing.assert_array_equal(indices, want_idx)
   np.testing.assert_array_equal(values, np.take_along_axis(x, want_idx, -1))
@@ -109,18 +109,18 @@ def test_index_add_accumulates_duplicates_and_broadcasts_arrays():
   np.testing.assert_array_equal(got, [[0] * 4, row])
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_index_update_with_traced_index(mode):
-  got = _modes.compile_fn(lambda x, i: fastmath.index_update(x, i, 7.),
-                          mode)(np.zeros(4, np.float32), np.int32(2))
+  got = lt.compile_fn(lambda x, i: fastmath.index_update(x, i, 7.),
+                      mode)(np.zeros(4, np.float32), np.int32(2))
   np.testing.assert_array_equal(got, [0., 0., 7., 0.])
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('start', [(1, 2), (0, 0), (5, -3)])
 def test_dynamic_slice(mode, start):
   x = np.arange(20, dtype=np.float32).reshape(4, 5)
-  got = _modes.compile_fn(
+  got = lt.compile_fn(
       lambda a, i, j: fastmath.dynamic_slice(a, (i, j), (2, 3)), mode)(
           x, np.int32(start[0]), np.int32(start[1]))
   # Out-of-range starts are clamped so the slice stays inside, as in XLA.
@@ -129,12 +129,12 @@ def test_dynamic_slice(mode, start):
   np.testing.assert_array_equal(got, x[i:i + 2, j:j + 3])
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('start', [(1, 2), (3, 4)])
 def test_dynamic_update_slice(mode, start):
   x = np.zeros((4, 5), np.float32)
   upd = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
-  got = _modes.compile_fn(
+  got = lt.compile_fn(
       lambda a, u, i, j: fastmath.dynamic_update_slice(a, u, (i, j)), mode)(
           x, upd, np.int32(start[0]), np.int32(start[1]))
   i, j = min(start[0], 2), min(start[1], 2)
@@ -143,7 +143,7 @@ def test_dynamic_update_slice(mode, start):
   np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('axis', [0, 1, -1])
 def test_dynamic_slice_in_dim_and_update(mode, axis):
   x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
@@ -153,7 +153,7 @@ def test_dynamic_slice_in_dim_and_update(mode, axis):
     back = fastmath.dynamic_update_slice_in_dim(a, -part, start, axis)
     return part, back
 
-  part, back = _modes.compile_fn(run, mode)(x, np.int32(1))
+  part, back = lt.compile_fn(run, mode)(x, np.int32(1))
   sl = [slice(None)] * 3
   sl[axis] = slice(1, 3)
   np.testing.assert_array_equal(part, x[tuple(sl)])

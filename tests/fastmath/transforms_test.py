@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 
@@ -83,10 +83,10 @@ def _df(x):
   return np.cos(x) * x + np.sin(x)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_grad_matches_analytic(mode):
   x = _x(2, 3)
-  got = _modes.compile_fn(fastmath.grad(_f), mode)(x)
+  got = lt.compile_fn(fastmath.grad(_f), mode)(x)
   np.testing.assert_allclose(got, _df(x), rtol=1e-5, atol=1e-6)
 
 
@@ -117,12 +117,12 @@ def test_grad_argnums_int_and_tuple():
   np.testing.assert_allclose(gc, np.ones(3), rtol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_grad_has_aux(mode):
   x = _x(3)
   f = lambda a: (jnp.sum(a ** 3), {'norm': jnp.sum(a * a)})
   vg = fastmath.value_and_grad(f, has_aux=True)
-  (value, aux), g = _modes.compile_fn(vg, mode)(x)
+  (value, aux), g = lt.compile_fn(vg, mode)(x)
   x64 = x.astype(np.float64)
   np.testing.assert_allclose(value, np.sum(x64 ** 3), rtol=1e-5)
   np.testing.assert_allclose(aux['norm'], np.sum(x64 ** 2), rtol=1e-5)
@@ -164,7 +164,7 @@ def test_grad_argnums_out_of_range():
 
 # -- vjp ---------------------------------------------------------------------
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_vjp(mode):
   x, y = _x(3), _x(3, seed=1)
   ct = _x(3, seed=2)
@@ -173,7 +173,7 @@ def test_vjp(mode):
     out, vjp_fn = fastmath.vjp(lambda a, b: a * jnp.exp(b), x, y)
     return out, vjp_fn(ct)
 
-  out, (gx, gy) = _modes.compile_fn(run, mode)(x, y, ct)
+  out, (gx, gy) = lt.compile_fn(run, mode)(x, y, ct)
   x64, y64, ct64 = (v.astype(np.float64) for v in (x, y, ct))
   np.testing.assert_allclose(out, x64 * np.exp(y64), rtol=1e-5)
   np.testing.assert_allclose(gx, ct64 * np.exp(y64), rtol=1e-5)
@@ -199,13 +199,13 @@ def _clip_grad_vjp(x, w):
   return out, lambda ct: (10. * ct, jnp.sum(ct * x) * 0.5)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_custom_grad(mode):
   x = _x(3)
   w = np.float32(2.)
   f = fastmath.custom_grad(_clip_grad_vjp, lambda x, w: x * w)
   loss = lambda x, w: jnp.sum(f(x, w) * jnp.arange(3, dtype=jnp.float32))
-  (value, (gx, gw)) = _modes.compile_fn(
+  (value, (gx, gw)) = lt.compile_fn(
       fastmath.value_and_grad(loss, argnums=(0, 1)), mode)(x, w)
   ct = np.arange(3.)
   np.testing.assert_allclose(value, np.sum(x * 2. * ct), rtol=1e-5)
@@ -225,13 +225,13 @@ def test_custom_grad_with_tree_input_and_output():
   np.testing.assert_allclose(gb, 3. * np.ones(2))
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_custom_vjp(mode):
   fwd = lambda x: (jnp.sin(x), jnp.cos(x))
   bwd = lambda cos_x, ct: (2. * cos_x * ct,)  # Twice the true gradient.
   f = fastmath.custom_vjp(jnp.sin, fwd, bwd)
   x = _x(4)
-  g = _modes.compile_fn(fastmath.grad(lambda a: jnp.sum(f(a))), mode)(x)
+  g = lt.compile_fn(fastmath.grad(lambda a: jnp.sum(f(a))), mode)(x)
   np.testing.assert_allclose(g, 2. * np.cos(x.astype(np.float64)), rtol=1e-5)
   np.testing.assert_allclose(f(x), np.sin(x), rtol=1e-6)
 
@@ -249,11 +249,11 @@ def test_custom_vjp_nondiff_argnums_follow_jax():
   np.testing.assert_allclose(g, 3. + x, rtol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_stop_gradient(mode):
   x = _x(3)
   f = lambda a: jnp.sum(fastmath.stop_gradient(a) * a)
-  g = _modes.compile_fn(fastmath.grad(f), mode)(x)
+  g = lt.compile_fn(fastmath.grad(f), mode)(x)
   np.testing.assert_allclose(g, x, rtol=1e-6)
   tree = fastmath.stop_gradient({'a': x, 'b': (x, ())})
   assert tree['b'][1] == ()

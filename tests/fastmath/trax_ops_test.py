@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tests import _subprocess
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
@@ -22,10 +22,10 @@ def _x(*shape, seed=0):
   return np.random.default_rng(seed).normal(size=shape).astype(np.float32)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_sigmoid_is_expit(mode):
   x = _x(3, 4) * 4
-  got = _modes.compile_fn(fastmath.sigmoid, mode)(x)
+  got = lt.compile_fn(fastmath.sigmoid, mode)(x)
   want = 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
   np.testing.assert_allclose(got, want, rtol=1e-6)
   assert fastmath.sigmoid is fastmath.expit
@@ -40,23 +40,23 @@ def test_lt():
                                 [True, False, False])
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_map_over_an_array(mode):
   x = _x(4, 3)
-  got = _modes.compile_fn(
+  got = lt.compile_fn(
       lambda xs: fastmath.map(lambda row: jnp.sum(row * row), xs), mode)(x)
   np.testing.assert_allclose(got, (x.astype(np.float64) ** 2).sum(1),
                              rtol=1e-5)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_map_over_a_tree_returning_a_tree(mode):
   xs = {'a': _x(3, 2), 'b': np.arange(3, dtype=np.int32)}
 
   def f(x):
     return jnp.max(x['a']), x['b'] * 2
 
-  got_max, got_b = _modes.compile_fn(lambda t: fastmath.map(f, t), mode)(xs)
+  got_max, got_b = lt.compile_fn(lambda t: fastmath.map(f, t), mode)(xs)
   np.testing.assert_allclose(got_max, xs['a'].max(axis=1))
   np.testing.assert_array_equal(got_b, [0, 2, 4])
 

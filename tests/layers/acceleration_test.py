@@ -1,20 +1,16 @@
 """Accelerate, on_cpu and on_accelerator."""
 
-import doctest
-import importlib
 import json
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
-from tfnp_trax.fastmath import data_parallel
 from tfnp_trax.fastmath import numpy as jnp
 from tests import _subprocess
-from tests.layers import _check
+from tests import _layer_testing as lt
 
 _KEY = fastmath.random.get_prng(0)
 
@@ -70,14 +66,14 @@ def test_state_updates_reach_the_wrapped_layer(rng):
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _check.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_inside_a_model_and_compiled(mode, rng):
   inner = _mlp()
   model = tl.Serial(tl.Accelerate(inner), tl.Tanh())
   model.init(shapes.ShapeDtype((4, 3)), rng=_KEY)
   x = rng.normal(size=(4, 3)).astype(np.float32)
   want = np.tanh(np.asarray(inner(x)))
-  np.testing.assert_allclose(_check.run_layer(model, x, mode), want,
+  np.testing.assert_allclose(lt.layer_outputs(model, x, mode), want,
                              rtol=1e-5, atol=1e-5)
   assert model.output_signature(shapes.ShapeDtype((4, 3))).shape == (4, 2)
 
@@ -158,9 +154,3 @@ def test_four_devices_scalar_outputs_one_per_device(four_cpu_results):
 def test_four_devices_too_many_requested(four_cpu_results):
   assert four_cpu_results['too_many'].startswith(
       'Accelerate: n_devices=8 but this host has only 4 local device(s)')
-
-
-def test_docstring_examples():
-  _check.run_doctests(importlib.import_module('tfnp_trax.layers.acceleration'))
-  result = doctest.testmod(data_parallel, extraglobs={'tf': tf})
-  assert result.attempted > 0 and result.failed == 0

@@ -7,8 +7,7 @@ import pytest
 
 from tfnp_trax import layers as tl
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.layers import activation_fns
-from tests.layers import _check
+from tests import _layer_testing as lt
 
 _ERF = np.vectorize(math.erf)
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -59,12 +58,12 @@ def test_activation_matches_numpy_eagerly(name):
   assert str(layer) == f'Serial[\n  {name}\n]'
   assert layer.sublayers[1].name == name
   assert layer.weights == ((), (), ())
-  _check.check_layer(layer, _inputs(name), lambda x, w: ref(x),
-                     modes=('eager',))
+  lt.check_layer(layer, _inputs(name), lambda x, w: ref(x),
+                 modes=('eager',))
 
 
 def test_activations_match_numpy_compiled():
-  _check.check_parallel([
+  lt.check_parallel([
       (make(), _inputs(name), lambda x, w, ref=ref: ref(x))
       for name, (make, ref) in sorted(_CASES.items())] + [
           (tl.ThresholdedLinearUnit(), _inputs('Relu'),
@@ -73,12 +72,12 @@ def test_activations_match_numpy_compiled():
 
 @pytest.mark.parametrize('name', sorted(_CASES))
 def test_activation_keeps_bfloat16(name):
-  _check.check_bfloat16(_CASES[name][0](), _inputs(name), modes=('eager',))
+  lt.check_bfloat16(_CASES[name][0](), _inputs(name), modes=('eager',))
 
 
 def test_activations_keep_bfloat16_under_xla():
   layer = tl.Serial(tl.Gelu(), tl.Tanh(), tl.Elu(), tl.Softplus())
-  _check.check_bfloat16(layer, _inputs('Gelu'), modes=('jit', 'xla'))
+  lt.check_bfloat16(layer, _inputs('Gelu'), modes=('jit', 'xla'))
 
 
 def test_numpy_float64_enters_as_float32_and_tensors_keep_float64():
@@ -99,15 +98,11 @@ def test_glu_rejects_odd_last_axis():
 def test_thresholded_linear_unit():
   layer = tl.ThresholdedLinearUnit()
   x = _inputs('Relu')
-  weights, _ = _check.init_layer(layer, x)
+  weights, _ = lt.init_layer(layer, x)
   # As in Trax: one float32 scalar threshold, initialized to 0.
   assert weights.shape == () and weights.dtype.name == 'float32'
   assert float(weights) == 0.0
-  _check.check_layer(tl.ThresholdedLinearUnit(), x,
-                     lambda x, tau: np.maximum(x, tau),
-                     weights=np.float32(0.3), modes=('eager',))
-  _check.check_bfloat16(tl.ThresholdedLinearUnit(), x)
-
-
-def test_docstring_examples():
-  _check.run_doctests(activation_fns)
+  lt.check_layer(tl.ThresholdedLinearUnit(), x,
+                 lambda x, tau: np.maximum(x, tau),
+                 weights=np.float32(0.3), modes=('eager',))
+  lt.check_bfloat16(tl.ThresholdedLinearUnit(), x)

@@ -3,26 +3,25 @@
 import numpy as np
 import pytest
 
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tfnp_trax import layers as tl
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.layers import attention_masks
 
 
 @pytest.mark.parametrize('pad', [0, 3])
 def test_padding_mask_matches_numpy(pad):
   tokens = np.array([[5, 3, 0, 0], [1, 2, 3, 4]], np.int32)
   want = (tokens != pad)[:, None, None, :]
-  _check.check_layer(tl.PaddingMask(pad), tokens, lambda t, _: want,
-                     check_grad=False)
+  lt.check_layer(tl.PaddingMask(pad), tokens, lambda t, _: want,
+                 check_grad=False)
 
 
 def test_encoder_decoder_mask_repeats_the_padding_mask(rng):
   decoder = rng.normal(size=(2, 3, 4))
   mask = np.array([[True, False], [True, True]])[:, None, None, :]
   want = np.broadcast_to(mask, (2, 1, 3, 2))
-  _check.check_layer(tl.EncoderDecoderMask(), (decoder, mask),
-                     lambda inputs, _: want, check_grad=False)
+  lt.check_layer(tl.EncoderDecoderMask(), (decoder, mask),
+                 lambda inputs, _: want, check_grad=False)
 
 
 def test_shape_errors_name_the_layer():
@@ -35,7 +34,3 @@ def test_shape_errors_name_the_layer():
                      r'decoder activations .* got shape \(2, 3\)'):
     tl.EncoderDecoderMask()((jnp.zeros((2, 3), jnp.float32),
                              jnp.ones((2, 1, 1, 3), bool)))
-
-
-def test_docstring_examples():
-  _check.run_doctests(attention_masks)

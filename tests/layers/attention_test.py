@@ -4,12 +4,11 @@ import numpy as np
 import pytest
 
 from tests.layers import _attention_ref as ref
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.layers import attention
 
 
 def _padding_mask(lengths, n_keys):
@@ -24,8 +23,8 @@ def test_attention_matches_numpy_with_gradients(rng):
   def reference(inputs, weights):
     xx, m = inputs
     return ref.multi_head(xx, xx, xx, m, weights, n_heads=2), m
-  _check.check_layer(tl.Attention(4, n_heads=2), (x, mask), reference,
-                     grad_rtol=1e-3, grad_atol=1e-4)
+  lt.check_layer(tl.Attention(4, n_heads=2), (x, mask), reference,
+                 grad_rtol=1e-3, grad_atol=1e-4)
 
 
 def test_attention_qkv_matches_numpy_with_gradients(rng):
@@ -36,8 +35,8 @@ def test_attention_qkv_matches_numpy_with_gradients(rng):
   def reference(inputs, weights):
     qq, kk, vv, m = inputs
     return ref.multi_head(qq, kk, vv, m, weights, n_heads=2), m
-  _check.check_layer(tl.AttentionQKV(4, n_heads=2), (q, k, v, mask),
-                     reference, grad_rtol=1e-3, grad_atol=1e-4)
+  lt.check_layer(tl.AttentionQKV(4, n_heads=2), (q, k, v, mask),
+                 reference, grad_rtol=1e-3, grad_atol=1e-4)
 
 
 def test_pure_and_dot_product_attention_match_numpy(rng):
@@ -50,10 +49,10 @@ def test_pure_and_dot_product_attention_match_numpy(rng):
                                       ref.split_heads(kk, 2),
                                       ref.split_heads(vv, 2), m)
     return ref.merge_heads(heads), m
-  _check.check_layer(tl.PureAttention(n_heads=2), (q, k, v, mask), pure)
+  lt.check_layer(tl.PureAttention(n_heads=2), (q, k, v, mask), pure)
 
   qh, kh, vh = (rng.normal(size=(1, 2, 3, 2)) for _ in range(3))
-  _check.check_layer(
+  lt.check_layer(
       tl.DotProductAttention(), (qh, kh, vh, mask),
       lambda inputs, _: ref.dot_product_attention(*inputs))
 
@@ -65,10 +64,10 @@ def test_split_and_merge_heads_match_numpy(merged, rng):
   def split_ref(xx, _):
     y = ref.split_heads(xx, 3)
     return y.reshape((6, 3, 2)) if merged else y
-  _check.check_layer(tl.SplitIntoHeads(3, merged_batch_and_head=merged), x,
-                     split_ref, check_grad=False)
+  lt.check_layer(tl.SplitIntoHeads(3, merged_batch_and_head=merged), x,
+                 split_ref, check_grad=False)
   heads = split_ref(x, None)
-  _check.check_layer(
+  lt.check_layer(
       tl.MergeHeads(3, merged_batch_and_head=merged), heads,
       lambda h, _: ref.merge_heads(h.reshape((2, 3, 3, 2))),
       check_grad=False)
@@ -118,8 +117,8 @@ def test_noop_sparsity_skips_projections(rng):
     wk, bk, wv, bv = fastmath.tree_leaves(weights)
     return ref.dot_product_attention(qq, kk @ wk + bk, vv @ wv + bv,
                                      m[:, 0]), m
-  _check.check_layer(layer, (q, k, v, mask), reference, modes=('eager',),
-                     check_grad=False)
+  lt.check_layer(layer, (q, k, v, mask), reference, modes=('eager',),
+                 check_grad=False)
 
 
 def test_cached_kv_in_predict_reuses_first_keys_and_values(rng):
@@ -138,8 +137,8 @@ def test_bfloat16_activations_with_float32_softmax(rng):
   x = rng.normal(size=(2, 3, 4))
   mask = _padding_mask([3, 1], 3)
   drop_mask = tl.Select([0], n_in=2)
-  _check.check_bfloat16(tl.Serial(tl.Attention(4, n_heads=2), drop_mask),
-                        (x, mask))
+  lt.check_bfloat16(tl.Serial(tl.Attention(4, n_heads=2), drop_mask),
+                    (x, mask))
   layer = tl.DotProductAttention(mode='viz')
   qkv = [jnp.asarray(rng.normal(size=(2, 2, 3, 2))).astype('bfloat16')
          for _ in range(3)]
@@ -163,7 +162,3 @@ def test_attention_dropout_only_in_train_mode(rng):
   # Each output is (kept strengths) / 0.5: no longer 1, but 1 on average.
   assert np.abs(trained - 1.0).max() > 0.1
   assert abs(trained.mean() - 1.0) < 0.1
-
-
-def test_docstring_examples():
-  _check.run_doctests(attention)

@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
@@ -118,12 +118,12 @@ def test_failed_call_restores_weights():
   assert layer.weights is weights
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_pure_fn_compiled(mode):
   layer = Affine()
   layer.init(shapes.ShapeDtype((2, 3)))
   x = _x(2, 3)
-  y, state = _modes.run_layer(layer, x, mode)
+  y, state = lt.run_layer(layer, x, mode)
   scale = np.asarray(layer.weights[0], np.float64)
   np.testing.assert_allclose(y, x * scale, rtol=1e-6)
   assert int(state) == 1
@@ -290,7 +290,7 @@ def test_custom_zero_grad():
   assert sum(sum(grad * grad)) == 0.0
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_identity_backward_matches_plain_layer(mode):
   x = _x(3, 4)
 
@@ -298,7 +298,7 @@ def test_identity_backward_matches_plain_layer(mode):
     layer.init(shapes.signature(x))
     loss = lambda a: jnp.sum(jnp.sin(layer.pure_fn(
         a, layer.weights, layer.state, layer.rng)[0]))
-    return _modes.compile_fn(fastmath.grad(loss), mode)(x)
+    return lt.compile_fn(fastmath.grad(loss), mode)(x)
 
   custom = grad_of(IdWithIdentityGrad())
   plain = grad_of(tl.Fn('Id', lambda a: a))
@@ -306,7 +306,7 @@ def test_identity_backward_matches_plain_layer(mode):
   np.testing.assert_allclose(custom, np.cos(x.astype(np.float64)), rtol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_custom_backward_with_weights(mode):
   layer = ScaleWithDoubledWeightGrad()
   x, ct = _x(4, 3), _x(4, 3, seed=1)
@@ -316,7 +316,7 @@ def test_custom_backward_with_weights(mode):
     y, _ = layer.pure_fn(a, w, layer.state, layer.rng)
     return jnp.sum(y * ct)
 
-  gx, gw = _modes.compile_fn(fastmath.grad(loss, argnums=(0, 1)), mode)(
+  gx, gw = lt.compile_fn(fastmath.grad(loss, argnums=(0, 1)), mode)(
       x, layer.weights)
   np.testing.assert_allclose(gx, 1.5 * ct, rtol=1e-6)
   np.testing.assert_allclose(gw, 2. * np.sum(ct.astype(np.float64) * x, 0),
@@ -356,7 +356,7 @@ def test_calling_model_inside_jit_traces_once_and_leaves_it_usable(mode):
     traces[0] += 1  # Runs only while tracing.
     return model(x) + model(2. * x)
 
-  f = _modes.compile_fn(two_calls, mode)
+  f = lt.compile_fn(two_calls, mode)
   for seed in range(3):
     x = _x(2, 4, seed=seed)
     np.testing.assert_allclose(f(x), model(x) + model(2. * x), rtol=1e-5,

@@ -4,17 +4,16 @@ import numpy as np
 import pytest
 
 from tests.layers import _attention_ref as ref
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.layers import causal_attention
 
 
 def test_causal_attention_matches_numpy_with_gradients(rng):
   x = rng.normal(size=(2, 3, 4))
-  _check.check_layer(
+  lt.check_layer(
       tl.CausalAttention(4, n_heads=2), x,
       lambda xx, w: ref.multi_head(xx, xx, xx, None, w, 2, causal=True),
       grad_rtol=1e-3, grad_atol=1e-4)
@@ -22,7 +21,7 @@ def test_causal_attention_matches_numpy_with_gradients(rng):
 
 def test_dot_product_causal_attention_matches_numpy_with_gradients(rng):
   q, k, v = (rng.normal(size=(2, 4, 3)) for _ in range(3))
-  _check.check_layer(
+  lt.check_layer(
       tl.DotProductCausalAttention(), (q, k, v),
       lambda qkv, _: ref.dot_product_attention(*qkv, causal=True))
 
@@ -30,7 +29,7 @@ def test_dot_product_causal_attention_matches_numpy_with_gradients(rng):
 def _run_predict(layer, chunks, mode):
   """Feeds `chunks` of (q, k, v) in turn; returns outputs and last state."""
   key = fastmath.random.get_prng(0)
-  step = _check.compile_fn(
+  step = lt.compile_fn(
       lambda qkv, state: layer.pure_fn(qkv, (), state, key), mode)
   state, outputs = layer.state, []
   for chunk in chunks:
@@ -39,7 +38,7 @@ def _run_predict(layer, chunks, mode):
   return np.concatenate(outputs, axis=1), state
 
 
-@pytest.mark.parametrize('mode', _check.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_predict_mode_cache_matches_full_causal_attention(mode, rng):
   q, k, v = (rng.normal(size=(2, 5, 3)) for _ in range(3))
   layer = tl.DotProductCausalAttention(max_inference_length=6,
@@ -93,7 +92,7 @@ def test_exceeding_the_cache_names_layer_length_and_limit(rng):
 
 def test_bfloat16_activations_cache_and_float32_softmax(rng):
   x = rng.normal(size=(1, 3, 4))
-  _check.check_bfloat16(tl.CausalAttention(4, n_heads=2), x)
+  lt.check_bfloat16(tl.CausalAttention(4, n_heads=2), x)
   qkv = tuple(jnp.asarray(rng.normal(size=(2, 1, 2))).astype('bfloat16')
               for _ in range(3))
   layer = tl.DotProductCausalAttention(max_inference_length=4,
@@ -115,7 +114,3 @@ def test_constructor_errors():
     tl.CausalAttention(4, use_dconv=True)
   with pytest.raises(ValueError, match=r'dropout rate must be in \[0, 1\)'):
     tl.DotProductCausalAttention(dropout=1.0)
-
-
-def test_docstring_examples():
-  _check.run_doctests(causal_attention)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tests.layers._toy_layers import assert_outputs_close
 from tests.layers._toy_layers import Counter
 from tests.layers._toy_layers import Neg
@@ -80,13 +80,13 @@ def _float64(tree):
   return fastmath.nested_map(lambda a: np.asarray(a, np.float64), tree)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('case', CASES, ids=[c[0] for c in CASES])
 def test_combinator_matches_numpy(case, mode):
   _, make, inputs, ref = case
   layer = make()
   layer.init(shapes.signature(inputs))
-  y, _ = _modes.run_layer(layer, inputs, mode)
+  y, _ = lt.run_layer(layer, inputs, mode)
   args = _float64(inputs if isinstance(inputs, tuple) else (inputs,))
   assert_outputs_close(y, ref(*args))
   # The layer's own __call__ agrees with pure_fn.
@@ -156,7 +156,7 @@ def test_binary_shape_errors():
 
 # -- Weight sharing, rng splitting, state threading -------------------------
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_shared_layer_shares_weights_and_sums_gradients(mode):
   shared = Scale()
   model = tl.Serial(shared, tl.Fn('Tanh', jnp.tanh), shared)
@@ -168,7 +168,7 @@ def test_shared_layer_shares_weights_and_sums_gradients(mode):
     y, _ = model.pure_fn(A, w, model.state, fastmath.random.get_prng(0))
     return jnp.sum(y * ct), y
 
-  (_, y), grads = _modes.compile_fn(
+  (_, y), grads = lt.compile_fn(
       fastmath.value_and_grad(loss, has_aux=True), mode)(model.weights)
   a, c = A.astype(np.float64), ct.astype(np.float64)
   t = np.tanh(a * W)
@@ -192,13 +192,13 @@ def _noise(key, shape):
   return np.asarray(fastmath.random.uniform(key, shape), np.float64)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_serial_and_parallel_split_rngs(mode):
   zeros = np.zeros((2, 3), np.float32)
   key = fastmath.random.get_prng(5)
   serial = tl.Serial(Noise(), tl.Dup(), Noise())
   serial.init(shapes.signature(zeros))
-  (first, second), _ = _modes.run_layer(serial, zeros, mode, rng=key)
+  (first, second), _ = lt.run_layer(serial, zeros, mode, rng=key)
   # Serial gives sublayer i the key split(rng, n)[i], in every mode.
   if mode != 'xla':
     keys = fastmath.random.split(key, 3)
@@ -207,7 +207,7 @@ def test_serial_and_parallel_split_rngs(mode):
                                _noise(keys[2], (2, 3)), rtol=1e-6)
   parallel = tl.Parallel(Noise(), Noise())
   parallel.init((shapes.signature(zeros),) * 2)
-  run = _modes.compile_fn(
+  run = lt.compile_fn(
       lambda r: parallel.pure_fn((zeros, zeros), parallel.weights,
                                  parallel.state, r)[0], mode)
   u, v = run(key)
@@ -225,14 +225,14 @@ def test_dropout_masks_differ_per_branch():
   assert not np.array_equal(a, b)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_state_is_threaded(mode):
   model = tl.Serial(Counter(), tl.Dup(), tl.Parallel(Counter(), None),
                     tl.Branch(Counter(), None))
   model.init(shapes.signature(A))
   state = model.state
   for step in range(2):
-    outputs, state = _modes.run_layer(model, A, mode, state=state)
+    outputs, state = lt.run_layer(model, A, mode, state=state)
     # With every count at `step`: (A + 3 step, A + 2 step, A + step).
     assert_outputs_close(outputs, [A + 3 * step, A + 2 * step, A + step])
   counts = [int(s) for s in fastmath.tree_leaves(state)]

@@ -5,8 +5,7 @@ import pytest
 import tensorflow as tf
 
 from tfnp_trax import layers as tl
-from tfnp_trax.layers import convolution
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tests.layers import _np_conv
 
 _RNG = np.random.default_rng(0)
@@ -94,27 +93,27 @@ _CASES = {
 @pytest.mark.parametrize('name', sorted(_CASES))
 def test_conv_matches_numpy_eagerly(name):
   make, x, ref = _CASES[name]
-  _check.check_layer(make(), x, ref, modes=('eager',))
+  lt.check_layer(make(), x, ref, modes=('eager',))
 
 
 def test_convs_match_numpy_compiled():
-  _check.check_parallel([(make(), x, ref) for make, x, ref in _CASES.values()])
+  lt.check_parallel([(make(), x, ref) for make, x, ref in _CASES.values()])
 
 
 @pytest.mark.parametrize('name', sorted(_CASES))
 def test_conv_keeps_bfloat16(name):
   make, x, _ = _CASES[name]
-  _check.check_bfloat16(make(), x, rtol=0.05, atol=0.1, modes=('eager',))
+  lt.check_bfloat16(make(), x, rtol=0.05, atol=0.1, modes=('eager',))
 
 
 def test_convs_keep_bfloat16_under_xla():
   layer = tl.Serial(tl.Conv(3, (3, 3), padding='SAME'), tl.Conv(2, (2, 2)))
-  _check.check_bfloat16(layer, _X2, atol=0.1, modes=('jit', 'xla'))
+  lt.check_bfloat16(layer, _X2, atol=0.1, modes=('jit', 'xla'))
 
 
 def test_causal_conv_ignores_the_future():
   layer = tl.CausalConv(2, 3, dilation=2)
-  _check.init_layer(layer, _X1)
+  lt.init_layer(layer, _X1)
   x = _X1.astype(np.float32)
   changed = x.copy()
   changed[:, 4:] += 1.
@@ -131,7 +130,7 @@ def test_causal_conv_ignores_the_future():
     (lambda: tl.CausalConv(5), (1, 6, 3), (3, 3, 5), (5,)),
 ])
 def test_weight_shapes(make, x_shape, w_shape, b_shape):
-  (w, b), _ = _check.init_layer(make(), np.zeros(x_shape, np.float32))
+  (w, b), _ = lt.init_layer(make(), np.zeros(x_shape, np.float32))
   assert tuple(w.shape) == w_shape and tuple(b.shape) == b_shape
   # Default bias: Normal(0, 1e-6^2), as in Trax.
   assert np.abs(np.asarray(b)).max() < 1e-5
@@ -139,12 +138,12 @@ def test_weight_shapes(make, x_shape, w_shape, b_shape):
 
 def test_causal_depthwise_conv_weights():
   layer = tl.CausalDepthwiseConv(kernel_size=4, use_bfloat16=True)
-  w, _ = _check.init_layer(layer, _X1)
+  w, _ = lt.init_layer(layer, _X1)
   assert tuple(w.shape) == (4, 2) and w.dtype.name == 'bfloat16'
 
 
 def _init_conv(layer, shape):
-  _check.init_layer(layer, np.zeros(shape, np.float32))
+  lt.init_layer(layer, np.zeros(shape, np.float32))
   return layer
 
 
@@ -205,15 +204,11 @@ def test_causal_convs_reject_wrong_shapes():
     layer(np.zeros((1, 6, 4), np.float32))
 
 
-def test_docstring_examples():
-  _check.run_doctests(convolution)
-
-
 def test_unknown_batch_size_under_tf_function():
   spec = tf.TensorSpec([None, 5, 6, 2], tf.float32)
   for layer in (tl.Conv(3, (3, 3), padding='SAME'), tl.ConvTranspose(2, (2, 2)),
                 tl.CausalDepthwiseConv(), tl.MaxPool(), tl.SumPool((2, 1))):
-    _check.init_layer(layer, _X2)
+    lt.init_layer(layer, _X2)
     traced = tf.function(lambda x, layer=layer: layer(x),
                          input_signature=[spec])
     want = np.asarray(layer(_X2.astype(np.float32)))

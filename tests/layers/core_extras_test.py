@@ -9,8 +9,7 @@ from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import initializers as init
-from tfnp_trax.layers import core_extras
-from tests.layers import _check
+from tests import _layer_testing as lt
 
 _KEY = fastmath.random.get_prng(0)
 
@@ -33,17 +32,17 @@ def test_weights_in_a_model_and_gradient():
                     tl.Add())
   assert model.n_in == 1
   x = np.arange(3, dtype=np.float32)
-  _check.check_layer(model, x, lambda x, w: x + w[0], modes=('eager', 'xla'))
+  lt.check_layer(model, x, lambda x, w: x + w[0], modes=('eager', 'xla'))
 
 
-@pytest.mark.parametrize('mode', _check.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_random_uniform(mode):
   layer = tl.RandomUniform(min_val=-2., max_val=3., shape=(4000,))
   assert layer.n_in == 0 and layer.n_out == 1
   layer.init(())
-  y = np.asarray(_check.run_layer(layer, (), mode, seed=3))
-  again = np.asarray(_check.run_layer(layer, (), mode, seed=3))
-  other = np.asarray(_check.run_layer(layer, (), mode, seed=4))
+  y = np.asarray(lt.layer_outputs(layer, (), mode, seed=3))
+  again = np.asarray(lt.layer_outputs(layer, (), mode, seed=3))
+  other = np.asarray(lt.layer_outputs(layer, (), mode, seed=4))
   assert y.shape == (4000,) and y.dtype == np.float32
   assert y.min() >= -2. and y.max() < 3.
   assert abs(y.mean() - 0.5) < 0.15  # std of the mean: 5 / sqrt(12 * 4000).
@@ -88,13 +87,13 @@ _LC_X = np.random.default_rng(3).normal(size=(2, 6, 3))
 @pytest.mark.parametrize('use_bias', [True, False])
 def test_locally_connected_1d_eagerly(padding, use_bias):
   layer = tl.LocallyConnected1d(2, 3, padding=padding, use_bias=use_bias)
-  _check.check_layer(
+  lt.check_layer(
       layer, _LC_X, lambda x, w: _locally_connected(x, w, padding, use_bias),
       modes=('eager',))
 
 
 def test_locally_connected_1d_compiled():
-  _check.check_parallel([
+  lt.check_parallel([
       (tl.LocallyConnected1d(2, k, padding=p), _LC_X,
        lambda x, w, p=p: _locally_connected(x, w, p))
       for p in ('VALID', 'SAME', 'WRAP') for k in (1, 3)])
@@ -102,11 +101,11 @@ def test_locally_connected_1d_compiled():
 
 def test_locally_connected_1d_weights_and_bfloat16():
   layer = tl.LocallyConnected1d(4, 3, padding='VALID')
-  (w, b), _ = _check.init_layer(layer, np.zeros((2, 7, 5)))
+  (w, b), _ = lt.init_layer(layer, np.zeros((2, 7, 5)))
   assert tuple(w.shape) == (7, 3, 5, 4) and tuple(b.shape) == (5, 4)
   # The position axis is left out of the fans: limit sqrt(6 / (3*5 + 3*4)).
   assert np.abs(np.asarray(w)).max() <= math.sqrt(6 / 27)
-  _check.check_bfloat16(tl.LocallyConnected1d(4, 3, padding='SAME'), _LC_X)
+  lt.check_bfloat16(tl.LocallyConnected1d(4, 3, padding='SAME'), _LC_X)
 
 
 def test_locally_connected_1d_errors():
@@ -117,7 +116,7 @@ def test_locally_connected_1d_errors():
                      r"'SAME', 'WRAP'\), got 'CAUSAL'"):
     tl.LocallyConnected1d(2, 3, padding='CAUSAL')
   layer = tl.LocallyConnected1d(2, 3)
-  _check.init_layer(layer, _LC_X)
+  lt.init_layer(layer, _LC_X)
   with pytest.raises(tl.LayerError, match=r'LocallyConnected1d_2_3: input '
                      r'shape \(2, 5, 3\) must end in \(length, depth\) = '
                      r'\(6, 3\)'):
@@ -126,8 +125,8 @@ def test_locally_connected_1d_errors():
 
 def test_one_hot():
   x = np.array([[0, 2], [3, -1]], np.int32)
-  for mode in _check.MODES:
-    y = _check.compile_fn(lambda x: tl.one_hot(x, 3), mode)(x)
+  for mode in lt.MODES:
+    y = lt.compile_fn(lambda x: tl.one_hot(x, 3), mode)(x)
     assert y.dtype.name == 'float32'
     np.testing.assert_array_equal(y, [[[1, 0, 0], [0, 0, 1]],
                                       [[0, 0, 0], [0, 0, 0]]])
@@ -147,9 +146,9 @@ def test_log_gaussian_pdf():
   sigma = a @ np.swapaxes(a, -1, -2) + np.eye(3)
   x, mu = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
   want = _np_log_gaussian(x, mu, sigma)
-  for mode in _check.MODES:
-    got = _check.compile_fn(tl.log_gaussian_pdf, mode)(
-        *_check.to_tensors((x, mu, sigma)))
+  for mode in lt.MODES:
+    got = lt.compile_fn(tl.log_gaussian_pdf, mode)(
+        *lt.to_tensors((x, mu, sigma)))
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
@@ -159,15 +158,11 @@ def test_log_gaussian_diag_pdf_and_gradient():
   mu = rng.normal(size=(4, 2, 3))
   var = rng.uniform(0.5, 2, size=(4, 2, 3))
   want = _np_log_gaussian(x, mu, np.eye(3) * var[..., None])
-  x_t, mu_t, var_t = _check.to_tensors((x, mu, var))
-  for mode in _check.MODES:
-    got = _check.compile_fn(tl.log_gaussian_diag_pdf, mode)(x_t, mu_t, var_t)
+  x_t, mu_t, var_t = lt.to_tensors((x, mu, var))
+  for mode in lt.MODES:
+    got = lt.compile_fn(tl.log_gaussian_diag_pdf, mode)(x_t, mu_t, var_t)
     assert tuple(got.shape) == (4, 2)
     np.testing.assert_allclose(got, want, rtol=1e-5)
-    g = _check.compile_fn(fastmath.grad(lambda m: jnp.sum(
+    g = lt.compile_fn(fastmath.grad(lambda m: jnp.sum(
         tl.log_gaussian_diag_pdf(x_t, m, var_t))), mode)(mu_t)
     np.testing.assert_allclose(g, (x - mu) / var, rtol=1e-4, atol=1e-5)
-
-
-def test_docstring_examples():
-  _check.run_doctests(core_extras)

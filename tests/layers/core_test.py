@@ -7,9 +7,8 @@ from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.layers import core
 from tfnp_trax.layers import initializers as init
-from tests.layers import _check
+from tests import _layer_testing as lt
 
 _X = np.random.default_rng(0).normal(size=(2, 3, 4))
 
@@ -19,11 +18,11 @@ def _dense(x, w):
 
 
 def test_dense_matches_numpy():
-  _check.check_layer(tl.Dense(5), _X, _dense)
+  lt.check_layer(tl.Dense(5), _X, _dense)
 
 
 def test_dense_without_bias():
-  w = _check.check_layer(tl.Dense(5, use_bias=False), _X, lambda x, w: x @ w)
+  w = lt.check_layer(tl.Dense(5, use_bias=False), _X, lambda x, w: x @ w)
   assert tuple(w.shape) == (4, 5)
 
 
@@ -31,21 +30,21 @@ def test_dense_initializer_options():
   layer = tl.Dense(3, kernel_initializer=lambda shape, rng: jnp.ones(
       shape, dtype=jnp.float32), bias_initializer=init.RandomUniformInitializer(
           0.1))
-  (w, b), _ = _check.init_layer(layer, _X)
+  (w, b), _ = lt.init_layer(layer, _X)
   np.testing.assert_array_equal(w, np.ones((4, 3)))
   assert np.abs(np.asarray(b)).max() <= 0.1 and b.shape == (3,)
 
 
 def test_dense_use_bfloat16_and_bfloat16_inputs():
   layer = tl.Dense(5, use_bfloat16=True)
-  (w, b), _ = _check.init_layer(layer, _X)
+  (w, b), _ = lt.init_layer(layer, _X)
   assert w.dtype.name == 'bfloat16' and b.dtype.name == 'bfloat16'
-  _check.check_bfloat16(tl.Dense(5), _X)
+  lt.check_bfloat16(tl.Dense(5), _X)
 
 
 def test_dense_errors():
   layer = tl.Dense(5)
-  _check.init_layer(layer, _X)
+  lt.init_layer(layer, _X)
   with pytest.raises(tl.LayerError, match=r'Dense_5: input last dim 6 does '
                      r'not match weights in_dim 4 \(input shape \(2, 6\)'):
     layer(np.ones((2, 6), np.float32))
@@ -68,7 +67,7 @@ def _embed(ids, table):
 
 
 def test_embedding_matches_numpy_and_clips_ids():
-  table = _check.check_layer(tl.Embedding(10, 4), _IDS, _embed)
+  table = lt.check_layer(tl.Embedding(10, 4), _IDS, _embed)
   assert tuple(table.shape) == (10, 4)
   out = np.asarray(tl.Embedding(10, 4)(_IDS, weights=table))
   np.testing.assert_array_equal(out[1, 0], np.asarray(table)[0])
@@ -77,14 +76,14 @@ def test_embedding_matches_numpy_and_clips_ids():
 
 def test_embedding_use_bfloat16_returns_float32():
   layer = tl.Embedding(10, 4, use_bfloat16=True)
-  table, _ = _check.init_layer(layer, _IDS)
+  table, _ = lt.init_layer(layer, _IDS)
   assert table.dtype.name == 'bfloat16'
-  for mode in _check.MODES:
-    assert _check.run_layer(layer, _IDS, mode).dtype.name == 'float32'
+  for mode in lt.MODES:
+    assert lt.layer_outputs(layer, _IDS, mode).dtype.name == 'float32'
 
 
 def test_embedding_default_init_is_uniform_fan_out():
-  table, _ = _check.init_layer(tl.Embedding(300, 64), _IDS)
+  table, _ = lt.init_layer(tl.Embedding(300, 64), _IDS)
   lim = np.sqrt(3 / 64)
   assert np.abs(np.asarray(table)).max() <= lim
   assert np.abs(np.asarray(table)).max() > 0.98 * lim
@@ -92,21 +91,21 @@ def test_embedding_default_init_is_uniform_fan_out():
 
 def test_embedding_rejects_float_ids():
   layer = tl.Embedding(10, 4)
-  _check.init_layer(layer, _IDS)
+  lt.init_layer(layer, _IDS)
   with pytest.raises(tl.LayerError, match=r'Embedding_10_4: expects integer '
                      r'ids, got dtype float32 with shape \(2,\)'):
     layer(np.ones((2,), np.float32))
 
 
 def _dropout_run(layer, x, mode='eager', seed=1):
-  return np.asarray(_check.run_layer(layer, x, mode, seed=seed), np.float64)
+  return np.asarray(lt.layer_outputs(layer, x, mode, seed=seed), np.float64)
 
 
-@pytest.mark.parametrize('mode', _check.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_dropout_train_statistics(mode):
   x = np.random.default_rng(1).uniform(1, 2, size=(50, 40))
   layer = tl.Dropout(rate=0.3)
-  _check.init_layer(layer, x)
+  lt.init_layer(layer, x)
   y = _dropout_run(layer, x, mode)
   kept = y != 0
   # Kept entries are scaled by 1 / (1 - rate); the rest are zero.
@@ -117,7 +116,7 @@ def test_dropout_train_statistics(mode):
 def test_dropout_is_deterministic_per_rng():
   x = np.ones((20, 20), np.float32)
   layer = tl.Dropout(rate=0.5)
-  _check.init_layer(layer, x)
+  lt.init_layer(layer, x)
   np.testing.assert_array_equal(_dropout_run(layer, x, seed=3),
                                 _dropout_run(layer, x, seed=3))
   assert not np.array_equal(_dropout_run(layer, x, seed=3),
@@ -127,7 +126,7 @@ def test_dropout_is_deterministic_per_rng():
 def test_dropout_shared_axes():
   x = np.ones((6, 30), np.float32)
   layer = tl.Dropout(rate=0.5, shared_axes=[0])
-  _check.init_layer(layer, x)
+  lt.init_layer(layer, x)
   y = _dropout_run(layer, x)
   np.testing.assert_array_equal(y, np.broadcast_to(y[:1], y.shape))
   assert 0 < (y[0] == 0).sum() < 30
@@ -137,14 +136,14 @@ def test_dropout_shared_axes():
 def test_dropout_is_identity_outside_training(mode):
   x = np.arange(12, dtype=np.float32).reshape(3, 4)
   layer = tl.Dropout(rate=0.9, mode=mode)
-  _check.init_layer(layer, x)
+  lt.init_layer(layer, x)
   np.testing.assert_array_equal(_dropout_run(layer, x), x)
 
 
 def test_dropout_state_holds_rate_and_can_override_it():
   x = np.ones((40, 50), np.float32)
   layer = tl.Dropout(rate=0.2)
-  _, state = _check.init_layer(layer, x)
+  _, state = lt.init_layer(layer, x)
   assert state.dtype.name == 'float32'
   assert float(state) == pytest.approx(0.2)
   y, _ = layer.pure_fn(x, (), {'Dropout': 0.9}, fastmath.random.get_prng(0))
@@ -154,13 +153,13 @@ def test_dropout_state_holds_rate_and_can_override_it():
 def test_dropout_gradient_is_the_mask():
   x = np.random.default_rng(2).uniform(1, 2, size=(8, 9)).astype(np.float32)
   layer = tl.Dropout(rate=0.4)
-  _check.init_layer(layer, x)
+  lt.init_layer(layer, x)
   key = fastmath.random.get_prng(5)
 
   def loss(x):
     return jnp.sum(layer.pure_fn(x, (), layer.state, key)[0])
-  for mode in _check.MODES:
-    g = np.asarray(_check.compile_fn(fastmath.grad(loss), mode)(x))
+  for mode in lt.MODES:
+    g = np.asarray(lt.compile_fn(fastmath.grad(loss), mode)(x))
     y = _dropout_run(layer, x, seed=5) if mode == 'eager' else None
     if y is not None:
       np.testing.assert_allclose(g, y / x, rtol=1e-6)
@@ -170,9 +169,9 @@ def test_dropout_gradient_is_the_mask():
 def test_dropout_keeps_bfloat16():
   x = np.ones((4, 5), np.float32)
   layer = tl.Dropout(rate=0.5)
-  _check.init_layer(layer, x)
-  for mode in _check.MODES:
-    y = _check.run_layer(layer, jnp.asarray(x).astype('bfloat16'), mode)
+  lt.init_layer(layer, x)
+  for mode in lt.MODES:
+    y = lt.layer_outputs(layer, jnp.asarray(x).astype('bfloat16'), mode)
     assert y.dtype.name == 'bfloat16'
     assert set(np.unique(np.asarray(y.astype('float32')))) <= {0., 2.}
 
@@ -182,7 +181,7 @@ def test_dropout_errors():
                      r'got 1.0'):
     tl.Dropout(rate=1.0)
   layer = tl.Dropout(rate=0.5, shared_axes=[3])
-  _check.init_layer(layer, _X)
+  lt.init_layer(layer, _X)
   with pytest.raises(tl.LayerError, match=r'Dropout: shared axis 3 is out of '
                      r'range for an input of shape \(2, 3, 4\)'):
     layer(_X.astype(np.float32))
@@ -218,16 +217,16 @@ def test_weightless_layers_match_numpy_eagerly(name):
     assert str(layer) == 'Serial[\n  Negate\n]'
   else:
     assert layer.name == name
-  _check.check_layer(layer, _X, lambda x, w: ref(x), modes=('eager',))
+  lt.check_layer(layer, _X, lambda x, w: ref(x), modes=('eager',))
 
 
 def test_weightless_layers_match_numpy_compiled():
-  _check.check_parallel([(make(), _X, lambda x, w, ref=ref: ref(x))
-                         for make, ref in _FNS.values()])
+  lt.check_parallel([(make(), _X, lambda x, w, ref=ref: ref(x))
+                     for make, ref in _FNS.values()])
 
 
 def test_softmax_keeps_bfloat16():
-  _check.check_bfloat16(tl.Softmax(), _X)
+  lt.check_bfloat16(tl.Softmax(), _X)
 
 
 def test_argmax_and_stop_gradient():
@@ -243,7 +242,3 @@ def test_flatten_errors():
                      r'must be less than the input rank 3'):
     tl.Flatten(3)(_X)
   assert tl.Flatten(0).output_signature(shapes.signature(_X)).shape == (24,)
-
-
-def test_docstring_examples():
-  _check.run_doctests(core)

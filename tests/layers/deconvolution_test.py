@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from tfnp_trax import layers as tl
-from tfnp_trax.layers import deconvolution
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tests.layers import _np_conv
 
 _RNG = np.random.default_rng(1)
@@ -56,11 +55,11 @@ _CASES = {
 @pytest.mark.parametrize('name', sorted(_CASES))
 def test_conv_transpose_matches_numpy_eagerly(name):
   make, x, ref = _CASES[name]
-  _check.check_layer(make(), x, ref, modes=('eager',))
+  lt.check_layer(make(), x, ref, modes=('eager',))
 
 
 def test_conv_transposes_match_numpy_compiled():
-  _check.check_parallel([(make(), x, ref) for make, x, ref in _CASES.values()])
+  lt.check_parallel([(make(), x, ref) for make, x, ref in _CASES.values()])
 
 
 @pytest.mark.parametrize('padding, strides, kernel, want', [
@@ -70,21 +69,21 @@ def test_conv_transposes_match_numpy_compiled():
 ])
 def test_conv_transpose_output_sizes(padding, strides, kernel, want):
   layer = tl.ConvTranspose(1, kernel, strides=strides, padding=padding)
-  _check.init_layer(layer, _X)
+  lt.init_layer(layer, _X)
   assert tuple(layer(_X.astype(np.float32)).shape) == (2,) + want + (1,)
 
 
 def test_conv_transpose_weights_initializers_and_bfloat16():
-  (w, b), _ = _check.init_layer(tl.ConvTranspose(4, (3, 2)), _X)
+  (w, b), _ = lt.init_layer(tl.ConvTranspose(4, (3, 2)), _X)
   assert tuple(w.shape) == (3, 2, 2, 4) and tuple(b.shape) == (4,)
   ones = lambda shape, rng: np.ones(shape, np.float32)  # pylint: disable=unnecessary-lambda-assignment
   for kwargs in ({'kernel_initialzer': ones}, {'kernel_initializer': ones}):
-    (w, _), _ = _check.init_layer(tl.ConvTranspose(2, (2, 2), **kwargs), _X)
+    (w, _), _ = lt.init_layer(tl.ConvTranspose(2, (2, 2), **kwargs), _X)
     np.testing.assert_array_equal(w, np.ones((2, 2, 2, 2)))
-  w, _ = _check.init_layer(tl.ConvTranspose(2, (2, 2), use_bias=False), _X)
+  w, _ = lt.init_layer(tl.ConvTranspose(2, (2, 2), use_bias=False), _X)
   assert tuple(w.shape) == (2, 2, 2, 2)
-  _check.check_bfloat16(tl.ConvTranspose(3, (2, 2), strides=(2, 2)), _X,
-                        atol=0.1)
+  lt.check_bfloat16(tl.ConvTranspose(3, (2, 2), strides=(2, 2)), _X,
+                    atol=0.1)
 
 
 def test_conv_transpose_errors():
@@ -97,11 +96,7 @@ def test_conv_transpose_errors():
                      r"'SAME', 'VALID'.* got 'full'"):
     tl.ConvTranspose(2, (2, 2), padding='full')
   layer = tl.ConvTranspose(2, (2, 2))
-  _check.init_layer(layer, _X)
+  lt.init_layer(layer, _X)
   with pytest.raises(tl.LayerError, match=r'ConvTranspose: input has 3 '
                      r'channels .* but the kernel expects 2'):
     layer(np.zeros((1, 3, 3, 3), np.float32))
-
-
-def test_docstring_examples():
-  _check.run_doctests(deconvolution)

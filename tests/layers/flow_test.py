@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tests.layers._toy_layers import assert_outputs_close
 from tests.layers._toy_layers import Counter
 from tests.layers._toy_layers import Neg
@@ -32,12 +32,12 @@ def _rnn_step():
   return tl.Serial(tl.Add(), Scale(), tl.Dup())
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_scan_with_carry_along_axis_1(mode):
   xs, c0 = _x(2, 4, 3), _x(2, 3, seed=1)
   layer = _init(tl.Scan(_rnn_step(), axis=1), (xs, c0))
   assert (layer.n_in, layer.n_out) == (2, 2)
-  (ys, carry), _ = _modes.run_layer(layer, (xs, c0), mode)
+  (ys, carry), _ = lt.run_layer(layer, (xs, c0), mode)
   c, want = c0.astype(np.float64), []
   for t in range(4):
     c = (xs[:, t] + c) * W
@@ -45,17 +45,17 @@ def test_scan_with_carry_along_axis_1(mode):
   assert_outputs_close((ys, carry), (np.stack(want, axis=1), c))
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_scan_without_carry_uses_a_fresh_rng_per_step(mode):
   zeros = np.zeros((4, 3), np.float32)
   layer = _init(tl.Scan(Noise(), n_carry=0), zeros)
-  ys, _ = _modes.run_layer(layer, zeros, mode)
+  ys, _ = lt.run_layer(layer, zeros, mode)
   ys = np.asarray(ys)
   assert ys.shape == (4, 3)
   assert len({tuple(row) for row in ys}) == 4
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_scan_gradient_wrt_weights(mode):
   xs, c0 = _x(3, 2), _x(2, seed=1)
   layer = _init(tl.Scan(_rnn_step()), (xs, c0))
@@ -65,7 +65,7 @@ def test_scan_gradient_wrt_weights(mode):
                                fastmath.random.get_prng(0))
     return jnp.sum(ys)
 
-  got = _modes.compile_fn(fastmath.grad(loss), mode)(layer.weights)
+  got = lt.compile_fn(fastmath.grad(loss), mode)(layer.weights)
 
   def ref(w):  # sum of ys in NumPy float64.
     c, total = c0.astype(np.float64), 0.
@@ -86,32 +86,32 @@ def _positive():
   return tl.Fn('Positive', lambda c: jnp.sum(c) > 0)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('sign', [1., -1.])
 def test_cond_runs_one_branch_on_the_next_inputs(mode, sign):
   x = _x(2, 3)
   pred_in = np.full((2,), sign, np.float32)
   layer = _init(tl.Cond(_positive(), Scale(), Neg()), (pred_in, x))
   assert (layer.n_in, layer.n_out) == (2, 1)
-  y, _ = _modes.run_layer(layer, (pred_in, x), mode)
+  y, _ = lt.run_layer(layer, (pred_in, x), mode)
   assert_outputs_close(y, x * W if sign > 0 else -x)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_cond_default_false_is_identity_and_state_updates_one_branch(mode):
   x = _x(2, 3)
   layer = _init(tl.Cond(_positive(), Counter()), (np.ones(1), x))
-  y, state = _modes.run_layer(layer, (-np.ones(1, np.float32), x), mode)
+  y, state = lt.run_layer(layer, (-np.ones(1, np.float32), x), mode)
   assert_outputs_close(y, x)
-  y, state = _modes.run_layer(layer, (np.ones(1, np.float32), x), mode,
-                              state=state)
+  y, state = lt.run_layer(layer, (np.ones(1, np.float32), x), mode,
+                          state=state)
   assert_outputs_close(y, x)  # The count was still 0.
-  y, state = _modes.run_layer(layer, (np.ones(1, np.float32), x), mode,
-                              state=state)
+  y, state = lt.run_layer(layer, (np.ones(1, np.float32), x), mode,
+                          state=state)
   assert_outputs_close(y, x + 1)
   assert int(state[1]) == 2
   both = _init(tl.Cond(_positive(), Counter(), Counter()), (np.ones(1), x))
-  _, state = _modes.run_layer(both, (-np.ones(1, np.float32), x), mode)
+  _, state = lt.run_layer(both, (-np.ones(1, np.float32), x), mode)
   assert (int(state[1]), int(state[2])) == (0, 1)
 
 
@@ -126,11 +126,11 @@ def test_cond_errors():
 
 # -- Chunk, BatchLeadingAxes -------------------------------------------------
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_chunk_threads_state_over_chunks(mode):
   zeros = np.zeros((6, 2), np.float32)
   layer = _init(tl.Chunk(Counter(), 2), zeros)
-  y, state = _modes.run_layer(layer, zeros, mode)
+  y, state = lt.run_layer(layer, zeros, mode)
   want = np.repeat([0., 1., 2.], 2)[:, None] * np.ones((1, 2))
   assert_outputs_close(y, want)
   # Trax's Chunk is Serial(ReshapeToChunks, Scan, ReshapeFromChunks) and a
@@ -138,15 +138,15 @@ def test_chunk_threads_state_over_chunks(mode):
   assert int(state[1][0]) == 3
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_chunk_multi_io_and_unchunkable(mode):
   a, b = _x(4, 3), _x(4, 3, seed=1)
   layer = _init(tl.Chunk(tl.Serial(tl.Add(), Scale(), tl.Dup()), 2), (a, b))
-  y, _ = _modes.run_layer(layer, (a, b), mode)
+  y, _ = lt.run_layer(layer, (a, b), mode)
   assert_outputs_close(y, ((a + b) * W,) * 2)
   odd = _x(5, 3)
   whole = _init(tl.Chunk(Scale(), 2), odd)
-  y, _ = _modes.run_layer(whole, odd, mode)
+  y, _ = lt.run_layer(whole, odd, mode)
   assert_outputs_close(y, odd * W)
 
 
@@ -167,16 +167,16 @@ def _center():
   return tl.Fn('Center', lambda x: x - jnp.mean(x, axis=0))
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_batch_leading_axes(mode):
   x = _x(2, 3, 4)
   layer = _init(tl.BatchLeadingAxes(_center()), x)
-  y, _ = _modes.run_layer(layer, x, mode)
+  y, _ = lt.run_layer(layer, x, mode)
   flat = x.reshape(6, 4).astype(np.float64)
   assert_outputs_close(y, (flat - flat.mean(0)).reshape(2, 3, 4))
   x4 = _x(2, 3, 4, 5)
   layer = _init(tl.BatchLeadingAxes(_center(), n_last_axes_to_keep=2), x4)
-  y, _ = _modes.run_layer(layer, x4, mode)
+  y, _ = lt.run_layer(layer, x4, mode)
   flat = x4.reshape(6, 4, 5).astype(np.float64)
   assert_outputs_close(y, (flat - flat.mean(0)).reshape(x4.shape))
 
@@ -198,11 +198,11 @@ def _cumsum_rnn():
   return tl.Serial(Scale(), tl.Fn('Cumsum', lambda x: jnp.cumsum(x, axis=1)))
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_bidirectional(mode):
   x = _x(2, 4, 3)
   layer = _init(tl.Bidirectional(_cumsum_rnn()), x)
-  y, _ = _modes.run_layer(layer, x, mode)
+  y, _ = lt.run_layer(layer, x, mode)
   x64 = x.astype(np.float64)
   fwd = np.cumsum(x64 * W, axis=1)
   bwd = np.flip(np.cumsum(np.flip(x64, 1) * W, axis=1), 1)
@@ -217,14 +217,14 @@ def test_bidirectional_copies_have_own_weights():
   assert len(kernels) == 2 and not np.allclose(kernels[0], kernels[1])
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_serial_with_side_outputs(mode):
   x = _x(2, 3)
   first = tl.Fn('First', lambda x: (2. * x, x + 1.), n_out=2)
   second = tl.Fn('Second', lambda x: (x - 1., x * x), n_out=2)
   layer = _init(tl.SerialWithSideOutputs([first, second]), x)
   assert (layer.n_in, layer.n_out) == (1, 3)
-  y, _ = _modes.run_layer(layer, x, mode)
+  y, _ = lt.run_layer(layer, x, mode)
   x64 = x.astype(np.float64)
   assert_outputs_close(y, (2 * x64 - 1, x64 + 1, (2 * x64) ** 2))
 
@@ -240,13 +240,13 @@ def test_serial_with_side_outputs_per_layer_counts():
   assert_outputs_close(layer((a, b)), (2 * s, a - b, s, -s))
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_cache_returns_first_outputs(mode):
   x1, x2 = _x(2, 3), _x(2, 3, seed=1)
   layer = _init(tl.Cache(Scale()), x1)
   assert (layer.n_in, layer.n_out) == (1, 1)
-  y1, state = _modes.run_layer(layer, x1, mode)
-  y2, state = _modes.run_layer(layer, x2, mode, state=state)
+  y1, state = lt.run_layer(layer, x1, mode)
+  y2, state = lt.run_layer(layer, x2, mode, state=state)
   assert_outputs_close(y1, x1 * W)
   assert_outputs_close(y2, x1 * W)
   assert bool(state[2])

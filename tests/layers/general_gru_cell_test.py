@@ -3,13 +3,12 @@
 import numpy as np
 import pytest
 
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tests.models import _np_ref as ref
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.layers import general_gru_cell
 
 
 def _cell_weights(weights):
@@ -22,9 +21,9 @@ def test_conv_gru_cell_matches_numpy_with_gradients(rng):
 
   def numpy_fn(x, weights):
     return ref.gru_cell(x, _cell_weights(weights), ref.sigmoid, np.tanh)
-  _check.check_layer(tl.ConvGRUCell(3, mode='eval'), s, numpy_fn,
-                     rtol=1e-4, atol=1e-5, grad_rtol=1e-3, grad_atol=1e-4,
-                     modes=('eager', 'xla'))
+  lt.check_layer(tl.ConvGRUCell(3, mode='eval'), s, numpy_fn,
+                 rtol=1e-4, atol=1e-5, grad_rtol=1e-3, grad_atol=1e-4,
+                 modes=('eager', 'xla'))
 
 
 def test_general_gru_cell_gates_memory_against_candidate_by_hand():
@@ -44,7 +43,7 @@ def test_general_gru_cell_gates_memory_against_candidate_by_hand():
   candidate = ((), (0.0 * eye, zero), (), checked, (), (3.0 * eye, zero),
                checked, ())
   weights = (((), ((), update, candidate)), ())
-  y = np.asarray(cell(jnp.asarray(s), weights=_check.to_tensors(weights)))
+  y = np.asarray(cell(jnp.asarray(s), weights=lt.to_tensors(weights)))
   # u = [0.75, 1.0], c = [1.0, -1.0]; Trax's gate is u * s + (1 - u) * c.
   np.testing.assert_allclose(y, [[0.75 * 0.5 + 0.25 * 1.0, -2.0]],
                              rtol=1e-6)
@@ -72,12 +71,8 @@ def test_candidate_dropout_follows_mode(rng):
 
 
 def test_bfloat16_stays_bfloat16(rng):
-  _check.check_bfloat16(tl.ConvGRUCell(3, mode='eval'),
-                        rng.normal(size=(1, 3, 3, 3)), modes=('eager',))
-
-
-def test_docstring_examples():
-  _check.run_doctests(general_gru_cell)
+  lt.check_bfloat16(tl.ConvGRUCell(3, mode='eval'),
+                    rng.normal(size=(1, 3, 3, 3)), modes=('eager',))
 
 
 def test_conv_gru_cell_rejects_depth_mismatch():

@@ -7,7 +7,6 @@ import pytest
 
 from tfnp_trax import fastmath
 from tfnp_trax.layers import initializers as init
-from tests.layers import _check
 
 _KEY = fastmath.random.get_prng(0)
 _OTHER_KEY = fastmath.random.get_prng(1)
@@ -152,7 +151,3 @@ def test_scaled_initializer_errors(kwargs, match):
   args.update(kwargs)
   with pytest.raises(ValueError, match=match):
     init.ScaledInitializer(**args)
-
-
-def test_docstring_examples():
-  _check.run_doctests(init)

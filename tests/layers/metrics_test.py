@@ -4,10 +4,6 @@ import numpy as np
 import pytest
 
 from tfnp_trax import layers as tl
-from tfnp_trax.layers import fscores
-from tfnp_trax.layers import losses
-from tfnp_trax.layers import metrics
-from tests.layers import _check
 from tests.layers import _metric_harness as h
 
 
@@ -207,9 +203,3 @@ def test_classifier_metrics_check_predictions_against_targets():
       tl.SequenceAccuracy(), (out, targets, weights[:2]),
       r'_WeightedSequenceMean: weights shape \(2, 3\) does not broadcast '
       r'against values shape \(4, 3\)')
-
-
-@pytest.mark.parametrize('module', [metrics, losses, fscores],
-                         ids=lambda m: m.__name__)
-def test_docstring_examples(module):
-  _check.run_doctests(module)

@@ -1,16 +1,14 @@
 """LayerNorm, BatchNorm and FilterResponseNorm against NumPy references."""
 
-import doctest
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.layers import _layer_check as lc
+from tests import _layer_testing as lt
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.layers import normalization
 
 
 def _layer_norm_ref(x, scale, bias, center=True, epsilon=1e-6):
@@ -35,19 +33,19 @@ def _frn_ref(x, gamma, beta, epsilon):
 # -- LayerNorm -------------------------------------------------------------
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('center', [True, False])
 def test_layer_norm_matches_numpy(center, mode, rng):
-  x = lc.random(rng, 2, 3, 5)
-  scale, bias = lc.random(rng, 5), lc.random(rng, 5)
-  ct = lc.random(rng, 2, 3, 5)
-  layer = lc.init_layer(tl.LayerNorm(center=center), x)
-  y, _, gx, (gs, gb) = lc.forward_and_grads(
+  x = lt.random(rng, 2, 3, 5)
+  scale, bias = lt.random(rng, 5), lt.random(rng, 5)
+  ct = lt.random(rng, 2, 3, 5)
+  layer = lt.initialized(tl.LayerNorm(center=center), x)
+  y, _, gx, (gs, gb) = lt.forward_and_grads(
       layer, x, (scale, bias), (), ct, mode)
   ref = lambda x, s, b: _layer_norm_ref(x, s, b, center)
-  lc.assert_close(y, ref(x, scale, bias))
-  want_gx, want_gs, want_gb = lc.numeric_grads(ref, [x, scale, bias], ct)
-  lc.assert_close([gx, gs, gb], [want_gx, want_gs, want_gb], atol=1e-4)
+  lt.assert_close(y, ref(x, scale, bias))
+  want_gx, want_gs, want_gb = lt.numeric_grads(ref, [x, scale, bias], ct)
+  lt.assert_close([gx, gs, gb], [want_gx, want_gs, want_gb], atol=1e-4)
 
 
 def test_layer_norm_keeps_a_bias_weight_without_center():
@@ -69,27 +67,27 @@ def test_layer_norm_rejects_other_channel_count():
 # -- BatchNorm -------------------------------------------------------------
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_batch_norm_train_matches_numpy(mode, rng):
-  x = lc.random(rng, 2, 3, 2, 4) + 3.0
-  beta, gamma = lc.random(rng, 4), lc.random(rng, 4)
-  ct = lc.random(rng, 2, 3, 2, 4)
-  layer = lc.init_layer(tl.BatchNorm(), x)
-  y, _, gx, (gb, gg) = lc.forward_and_grads(
+  x = lt.random(rng, 2, 3, 2, 4) + 3.0
+  beta, gamma = lt.random(rng, 4), lt.random(rng, 4)
+  ct = lt.random(rng, 2, 3, 2, 4)
+  layer = lt.initialized(tl.BatchNorm(), x)
+  y, _, gx, (gb, gg) = lt.forward_and_grads(
       layer, x, (beta, gamma), layer.state, ct, mode)
   ref = lambda x, b, g: _batch_norm_ref(x, b, g)[0]
-  lc.assert_close(y, ref(x, beta, gamma), atol=1e-4)
-  lc.assert_close([gx, gb, gg], lc.numeric_grads(ref, [x, beta, gamma], ct),
+  lt.assert_close(y, ref(x, beta, gamma), atol=1e-4)
+  lt.assert_close([gx, gb, gg], lt.numeric_grads(ref, [x, beta, gamma], ct),
                   atol=2e-4)
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_batch_norm_running_statistics_follow_two_train_steps(mode, rng):
   momentum = 0.9
   layer = tl.BatchNorm(axis=(0,), momentum=momentum)
-  xs = [lc.random(rng, 6, 3) * 2.0 + 1.0 for _ in range(2)]
+  xs = [lt.random(rng, 6, 3) * 2.0 + 1.0 for _ in range(2)]
   weights, state = layer.init(shapes.signature(xs[0]))
-  step = lc.compile_fn(lambda x, w, s: layer.pure_fn(x, w, s, None), mode)
+  step = lt.compile_fn(lambda x, w, s: layer.pure_fn(x, w, s, None), mode)
   run_mean, run_var = np.zeros((1, 3)), np.ones((1, 3))
   for x in xs:
     y, state = step(x, weights, state)
@@ -97,8 +95,8 @@ def test_batch_norm_running_statistics_follow_two_train_steps(mode, rng):
                                         axis=(0,))
     run_mean = momentum * run_mean + (1 - momentum) * mean
     run_var = momentum * run_var + (1 - momentum) * var
-    lc.assert_close(y, want_y, atol=1e-5)
-  lc.assert_close(state[:2], [run_mean, run_var], rtol=1e-5, atol=1e-6)
+    lt.assert_close(y, want_y, atol=1e-5)
+  lt.assert_close(state[:2], [run_mean, run_var], rtol=1e-5, atol=1e-6)
   assert int(state[2]) == 2
   assert state[2].dtype == tf.int64
 
@@ -106,35 +104,35 @@ def test_batch_norm_running_statistics_follow_two_train_steps(mode, rng):
 @pytest.mark.parametrize('mode', ['eval', 'predict'])
 def test_batch_norm_eval_uses_frozen_running_statistics(mode, rng):
   layer = tl.BatchNorm(axis=(0, 1), mode=mode)
-  x = lc.random(rng, 2, 3, 4)
+  x = lt.random(rng, 2, 3, 4)
   (beta, gamma), _ = layer.init(shapes.signature(x))
-  mean, var = lc.random(rng, 1, 1, 4), np.abs(lc.random(rng, 1, 1, 4)) + 0.5
+  mean, var = lt.random(rng, 1, 1, 4), np.abs(lt.random(rng, 1, 1, 4)) + 0.5
   state = (jnp.asarray(mean), jnp.asarray(var), jnp.asarray(7, jnp.int64))
-  beta, gamma = lc.random(rng, 4), lc.random(rng, 4)
+  beta, gamma = lt.random(rng, 4), lt.random(rng, 4)
   y, new_state = layer.pure_fn(x, (beta, gamma), state, None)
   want = gamma * (x - mean) / np.sqrt(var + 1e-5) + beta
-  lc.assert_close(y, want, atol=1e-5)
-  lc.assert_close(new_state[:2], [mean, var], rtol=0, atol=0)
+  lt.assert_close(y, want, atol=1e-5)
+  lt.assert_close(new_state[:2], [mean, var], rtol=0, atol=0)
   assert int(new_state[2]) == 7
 
 
 @pytest.mark.parametrize('center,scale', [(False, True), (True, False),
                                           (False, False)])
 def test_batch_norm_center_and_scale_switch_weights(center, scale, rng):
-  x = lc.random(rng, 5, 3)
+  x = lt.random(rng, 5, 3)
   layer = tl.BatchNorm(axis=0, center=center, scale=scale)
   (beta, gamma), _ = layer.init(shapes.signature(x))
   assert (beta == ()) != center and (gamma == ()) != scale
-  b = lc.random(rng, 3) if center else ()
-  g = lc.random(rng, 3) if scale else ()
+  b = lt.random(rng, 3) if center else ()
+  g = lt.random(rng, 3) if scale else ()
   y, _ = layer.pure_fn(x, (b, g), layer.state, None)
   want = _batch_norm_ref(x.astype(np.float64), b if center else 0.0,
                          g if scale else 1.0, axis=(0,))[0]
-  lc.assert_close(y, want, atol=1e-5)
+  lt.assert_close(y, want, atol=1e-5)
 
 
 def test_batch_norm_bfloat16_keeps_dtype_and_float32_statistics(rng):
-  x32 = lc.random(rng, 4, 2, 2, 3) + 10.0
+  x32 = lt.random(rng, 4, 2, 2, 3) + 10.0
   x = tf.cast(x32, tf.bfloat16)
   xr = tf.cast(x, tf.float64).numpy()  # The values the layer really sees.
   layer = tl.BatchNorm()
@@ -145,9 +143,9 @@ def test_batch_norm_bfloat16_keeps_dtype_and_float32_statistics(rng):
   assert running_mean.dtype == tf.float32 and running_var.dtype == tf.float32
   want_y, mean, var = _batch_norm_ref(xr, 0.0, 1.0)
   # A bfloat16 mean of values near 10 would be off by about 0.03.
-  lc.assert_close(running_mean, 0.001 * mean, rtol=1e-5, atol=0)
-  lc.assert_close(running_var, 0.999 + 0.001 * var, rtol=1e-6)
-  lc.assert_close(y, want_y, rtol=0, atol=0.04)
+  lt.assert_close(running_mean, 0.001 * mean, rtol=1e-5, atol=0)
+  lt.assert_close(running_var, 0.999 + 0.001 * var, rtol=1e-6)
+  lt.assert_close(y, want_y, rtol=0, atol=0.04)
 
 
 def test_batch_norm_rejects_other_channel_count():
@@ -171,48 +169,48 @@ def test_batch_norm_rejects_unknown_mode():
 # -- FilterResponseNorm ------------------------------------------------------
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_filter_response_norm_matches_numpy(mode, rng):
-  x = lc.random(rng, 2, 3, 2, 4)
-  gamma, beta = lc.random(rng, 4), lc.random(rng, 4)
-  ct = lc.random(rng, 2, 3, 2, 4)
-  layer = lc.init_layer(tl.FilterResponseNorm(), x)
-  y, _, gx, (gg, gb, ge) = lc.forward_and_grads(
+  x = lt.random(rng, 2, 3, 2, 4)
+  gamma, beta = lt.random(rng, 4), lt.random(rng, 4)
+  ct = lt.random(rng, 2, 3, 2, 4)
+  layer = lt.initialized(tl.FilterResponseNorm(), x)
+  y, _, gx, (gg, gb, ge) = lt.forward_and_grads(
       layer, x, (gamma, beta, ()), (), ct, mode)
   assert ge == ()
   ref = lambda x, g, b: _frn_ref(x, g, b, 1e-6)
-  lc.assert_close(y, ref(x, gamma, beta), atol=1e-5)
-  lc.assert_close([gx, gg, gb], lc.numeric_grads(ref, [x, gamma, beta], ct),
+  lt.assert_close(y, ref(x, gamma, beta), atol=1e-5)
+  lt.assert_close([gx, gg, gb], lt.numeric_grads(ref, [x, gamma, beta], ct),
                   atol=2e-4)
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_filter_response_norm_negative_learnt_epsilon_uses_abs(mode, rng):
   # Small inputs so that epsilon changes the output visibly.
-  x = lc.random(rng, 2, 4, 3, scale=0.3)
-  gamma, beta = lc.random(rng, 3), lc.random(rng, 3)
-  ct = lc.random(rng, 2, 4, 3)
+  x = lt.random(rng, 2, 4, 3, scale=0.3)
+  gamma, beta = lt.random(rng, 3), lt.random(rng, 3)
+  ct = lt.random(rng, 2, 4, 3)
   layer = tl.FilterResponseNorm(learn_epsilon=True, init_epsilon=1e-3)
   (_, _, (eps_l,)), _ = layer.init(shapes.signature(x))
   np.testing.assert_allclose(eps_l, 1e-4)
   weights = (gamma, beta, (np.float32(-0.5),))
-  y, _, gx, (gg, gb, (ge,)) = lc.forward_and_grads(
+  y, _, gx, (gg, gb, (ge,)) = lt.forward_and_grads(
       layer, x, weights, (), ct, mode)
   ref = lambda x, g, b, e: _frn_ref(x, g, b, 1e-3 + np.abs(e))
-  lc.assert_close(y, ref(x, gamma, beta, -0.5), atol=1e-5)
+  lt.assert_close(y, ref(x, gamma, beta, -0.5), atol=1e-5)
   assert not np.allclose(y, ref(x, gamma, beta, 0.0), atol=1e-2)
-  want = lc.numeric_grads(ref, [x, gamma, beta, np.float64(-0.5)], ct)
-  lc.assert_close([gx, gg, gb, ge], want, atol=2e-4)
+  want = lt.numeric_grads(ref, [x, gamma, beta, np.float64(-0.5)], ct)
+  lt.assert_close([gx, gg, gb, ge], want, atol=2e-4)
 
 
 def test_filter_response_norm_bfloat16_keeps_dtype(rng):
-  x = tf.cast(lc.random(rng, 2, 3, 3, 4), tf.bfloat16)
+  x = tf.cast(lt.random(rng, 2, 3, 3, 4), tf.bfloat16)
   layer = tl.FilterResponseNorm(learn_epsilon=True)
   layer.init(shapes.signature(x))
   y = layer(x)
   assert y.dtype == tf.bfloat16
   want = _frn_ref(tf.cast(x, tf.float64).numpy(), 1.0, 0.0, 1e-6 + 1e-4)
-  lc.assert_close(y, want, rtol=1e-2, atol=1e-2)
+  lt.assert_close(y, want, rtol=1e-2, atol=1e-2)
 
 
 def test_filter_response_norm_rejects_other_channel_count():
@@ -233,14 +231,9 @@ def test_filter_response_norm_rejects_non_positive_epsilon():
 @pytest.mark.parametrize('make', [tl.LayerNorm, tl.BatchNorm,
                                   tl.FilterResponseNorm])
 def test_normalization_bfloat16_in_bfloat16_out_under_xla(make, rng):
-  x = tf.cast(lc.random(rng, 2, 2, 2, 3), tf.bfloat16)
+  x = tf.cast(lt.random(rng, 2, 2, 2, 3), tf.bfloat16)
   layer = make()
   weights, state = layer.init(shapes.signature(x))
-  run = lc.compile_fn(lambda x, w, s: layer.pure_fn(x, w, s, None), 'xla')
+  run = lt.compile_fn(lambda x, w, s: layer.pure_fn(x, w, s, None), 'xla')
   y, _ = run(x, weights, state)
   assert y.dtype == tf.bfloat16
-
-
-def test_docstring_examples():
-  result = doctest.testmod(normalization, optionflags=doctest.ELLIPSIS)
-  assert result.attempted > 0 and result.failed == 0

@@ -3,12 +3,11 @@
 import numpy as np
 import pytest
 
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.layers import positional
 
 
 def _sinusoids(max_len, d):
@@ -33,16 +32,16 @@ def test_initial_table_is_sinusoidal(d):
 def test_adds_the_first_rows_with_gradients(rng):
   x = rng.normal(size=(2, 3, 4))
   table = rng.normal(size=(5, 4))  # Trained weights need not be sinusoids.
-  _check.check_layer(tl.PositionalEncoding(max_len=5), x,
-                     lambda xx, w: xx + w[None, :3], weights=table)
+  lt.check_layer(tl.PositionalEncoding(max_len=5), x,
+                 lambda xx, w: xx + w[None, :3], weights=table)
 
 
-@pytest.mark.parametrize('mode', _check.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_predict_mode_counts_positions(mode, rng):
   layer = tl.PositionalEncoding(max_len=6, mode='predict')
   layer.init(shapes.ShapeDtype((2, 1, 4)))
   x = rng.normal(size=(2, 5, 4)).astype(np.float32)
-  step = _check.compile_fn(
+  step = lt.compile_fn(
       lambda xx, state: layer.pure_fn(xx, layer.weights, state, layer.rng),
       mode)
   state, outputs = layer.state, []
@@ -103,14 +102,14 @@ def test_random_start_offsets_in_training():
 
 def test_projected_table_with_d_feature(rng):
   x = rng.normal(size=(1, 3, 4))
-  _check.check_layer(
+  lt.check_layer(
       tl.PositionalEncoding(max_len=5, d_feature=2), x,
       lambda xx, w: xx + (w[0][:3] @ w[1])[None], check_grad=False)
 
 
 def test_bfloat16_inputs_stay_bfloat16(rng):
-  _check.check_bfloat16(tl.PositionalEncoding(max_len=4),
-                        rng.normal(size=(1, 3, 4)), rtol=0.02, atol=0.02)
+  lt.check_bfloat16(tl.PositionalEncoding(max_len=4),
+                    rng.normal(size=(1, 3, 4)), rtol=0.02, atol=0.02)
 
 
 @pytest.mark.parametrize('n_positions', [1, 2])
@@ -118,18 +117,14 @@ def test_shift_right_matches_numpy(n_positions):
   tokens = np.arange(1, 9).reshape((2, 4)).astype(np.int32)
   want = np.zeros_like(tokens)
   want[:, n_positions:] = tokens[:, :-n_positions]
-  _check.check_layer(tl.ShiftRight(n_positions), tokens,
-                     lambda t, _: want, check_grad=False)
+  lt.check_layer(tl.ShiftRight(n_positions), tokens,
+                 lambda t, _: want, check_grad=False)
   vectors = np.ones((1, 3, 2))
-  _check.check_layer(tl.ShiftRight(n_positions), vectors,
-                     lambda t, _: np.concatenate(
+  lt.check_layer(tl.ShiftRight(n_positions), vectors,
+                 lambda t, _: np.concatenate(
                          [np.zeros((1, n_positions, 2)),
                           t[:, :3 - n_positions]], axis=1),
-                     modes=('eager',))
+                 modes=('eager',))
   predict = tl.ShiftRight(n_positions, mode='predict')
   np.testing.assert_array_equal(np.asarray(predict(jnp.asarray(tokens))),
                                 tokens)
-
-
-def test_docstring_examples():
-  _check.run_doctests(positional)

@@ -9,15 +9,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests._modes import MODES
-from tests._modes import compile_fn
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 import tfnp_trax.layers as tl
 from tfnp_trax.layers import _reversible_base
-from tfnp_trax.layers import reversible
 
 _FIXTURES = os.path.join(os.path.dirname(__file__), '..', 'testdata',
                          'reversible', 'layers.json')
@@ -77,7 +74,7 @@ def _grads(layer, x, weights, state, mode, rng=None):
     out, _ = layer.pure_fn(xx, ww, state, rng)
     out = out if isinstance(out, tuple) else (out,)
     return sum(jnp.sum(jnp.sin(o) * (i + 1.0)) for i, o in enumerate(out))
-  return compile_fn(fastmath.grad(loss, argnums=(0, 1)), mode)(x, weights)
+  return lt.compile_fn(fastmath.grad(loss, argnums=(0, 1)), mode)(x, weights)
 
 
 def _plain_backprop(monkeypatch):
@@ -105,10 +102,6 @@ def test_repr_name_and_stack_sizes_match_trax(case):
       want['repr'], want['name'], want['n_in'], want['n_out'])
 
 
-def test_doctests():
-  _check.run_doctests(reversible)
-
-
 # -- Simple layers: forward against NumPy, and reverse undoes it ----------
 
 def _reverse_roundtrip(layer, x, mode):
@@ -116,10 +109,10 @@ def _reverse_roundtrip(layer, x, mode):
     y, new_state = layer.pure_fn(xs, layer.weights, layer.state,
                                  fastmath.random.get_prng(0))
     return y, layer.reverse(y, layer.weights, layer.state, new_state)
-  return compile_fn(fwd_rev, mode)(x)
+  return lt.compile_fn(fwd_rev, mode)(x)
 
 
-@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_simple_layers_forward_and_reverse(mode):
   x, y, z = _rand(2, 6), _rand(2, 6, seed=1), _rand(2, 6, seed=2)
   cases = [
@@ -153,11 +146,11 @@ def test_print_shape_prints_and_passes_through(capsys):
 
 def test_revnet_forward_and_gradients_match_numpy():
   xs = (_rand(3, 4), _rand(3, 4, seed=1))
-  _check.check_layer(_revnet(n_blocks=1), xs, _np_revnet, grad_rtol=1e-4,
-                     grad_atol=1e-4)
+  lt.check_layer(_revnet(n_blocks=1), xs, _np_revnet, grad_rtol=1e-4,
+                 grad_atol=1e-4)
 
 
-@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_reverse_of_forward_is_the_input(mode):
   xs = (_rand(3, 4), _rand(3, 4, seed=1))
   model = _revnet(n_blocks=3)
@@ -167,7 +160,7 @@ def test_reverse_of_forward_is_the_input(mode):
   _assert_trees_close(back, xs, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_gradients_equal_ordinary_backprop(mode, monkeypatch):
   xs = (_rand(3, 4), _rand(3, 4, seed=1))
   model = _revnet(n_blocks=3)

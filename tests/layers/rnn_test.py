@@ -1,12 +1,11 @@
 """LSTM, GRU and SRU layers and cells against NumPy float64 references."""
 
-import doctest
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.layers import _layer_check as lc
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
@@ -58,17 +57,17 @@ def _with_leaves(tree, new_leaves):
 # -- Cells -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_lstm_cell_matches_numpy(mode, rng):
-  x, state = lc.random(rng, 2, 3), lc.random(rng, 2, 8)
-  w, b = lc.random(rng, 7, 16, scale=0.5), lc.random(rng, 16)
-  ct = (lc.random(rng, 2, 4), lc.random(rng, 2, 8))
-  layer = lc.init_layer(tl.LSTMCell(4), x, state)
-  (h, new_state), _, (gx, gs), (gw, gb) = lc.forward_and_grads(
+  x, state = lt.random(rng, 2, 3), lt.random(rng, 2, 8)
+  w, b = lt.random(rng, 7, 16, scale=0.5), lt.random(rng, 16)
+  ct = (lt.random(rng, 2, 4), lt.random(rng, 2, 8))
+  layer = lt.initialized(tl.LSTMCell(4), x, state)
+  (h, new_state), _, (gx, gs), (gw, gb) = lt.forward_and_grads(
       layer, (x, state), (w, b), (), ct, mode)
-  lc.assert_close([h, new_state], _lstm_cell_ref(x, state, w, b))
-  want = lc.numeric_grads(_lstm_cell_ref, [x, state, w, b], ct)
-  lc.assert_close([gx, gs, gw, gb], want, atol=1e-4)
+  lt.assert_close([h, new_state], _lstm_cell_ref(x, state, w, b))
+  want = lt.numeric_grads(_lstm_cell_ref, [x, state, w, b], ct)
+  lt.assert_close([gx, gs, gw, gb], want, atol=1e-4)
 
 
 def test_lstm_cell_init_shapes_and_forget_bias():
@@ -97,18 +96,18 @@ def test_lstm_cell_rejects_input_depth_other_than_init():
     layer((jnp.ones((2, 5), jnp.float32), jnp.zeros((2, 8), jnp.float32)))
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_gru_cell_matches_numpy(mode, rng):
-  x, h = lc.random(rng, 2, 3), lc.random(rng, 2, 4)
-  weights = (lc.random(rng, 7, 8), lc.random(rng, 8), lc.random(rng, 7, 4),
-             lc.random(rng, 4))
-  ct = (lc.random(rng, 2, 4), lc.random(rng, 2, 4))
-  layer = lc.init_layer(tl.GRUCell(4), x, h)
-  (y, new_h), _, (gx, gh), gw = lc.forward_and_grads(
+  x, h = lt.random(rng, 2, 3), lt.random(rng, 2, 4)
+  weights = (lt.random(rng, 7, 8), lt.random(rng, 8), lt.random(rng, 7, 4),
+             lt.random(rng, 4))
+  ct = (lt.random(rng, 2, 4), lt.random(rng, 2, 4))
+  layer = lt.initialized(tl.GRUCell(4), x, h)
+  (y, new_h), _, (gx, gh), gw = lt.forward_and_grads(
       layer, (x, h), weights, (), ct, mode)
-  lc.assert_close([y, new_h], _gru_cell_ref(x, h, *weights))
-  want = lc.numeric_grads(_gru_cell_ref, [x, h, *weights], ct)
-  lc.assert_close([gx, gh, *gw], want, atol=1e-4)
+  lt.assert_close([y, new_h], _gru_cell_ref(x, h, *weights))
+  want = lt.numeric_grads(_gru_cell_ref, [x, h, *weights], ct)
+  lt.assert_close([gx, gh, *gw], want, atol=1e-4)
 
 
 def test_gru_cell_rejects_wrong_state_depth():
@@ -120,31 +119,31 @@ def test_gru_cell_rejects_wrong_state_depth():
 # -- Layers over sequences ---------------------------------------------------
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_lstm_matches_numpy_scan(mode, rng):
   # Input depth 3 differs from n_units 4: the zero state follows n_units.
-  x = lc.random(rng, 2, 5, 3)
-  ct = lc.random(rng, 2, 5, 4)
-  layer = lc.init_layer(tl.LSTM(4), x)
-  w, b = lc.random(rng, 7, 16, scale=0.5), lc.random(rng, 16)
+  x = lt.random(rng, 2, 5, 3)
+  ct = lt.random(rng, 2, 5, 4)
+  layer = lt.initialized(tl.LSTM(4), x)
+  w, b = lt.random(rng, 7, 16, scale=0.5), lt.random(rng, 16)
   weights = _with_leaves(layer.weights, [w, b])
-  y, _, gx, gw = lc.forward_and_grads(layer, x, weights, layer.state, ct,
+  y, _, gx, gw = lt.forward_and_grads(layer, x, weights, layer.state, ct,
                                       mode)
 
   def ref(x, w, b):
     return _scan_ref(_lstm_cell_ref, x, np.zeros((2, 8)), w, b)[0]
-  lc.assert_close(y, ref(x, w, b))
-  want = lc.numeric_grads(ref, [x, w, b], ct)
-  lc.assert_close([gx] + lc.leaves(gw), want, atol=1e-4)
+  lt.assert_close(y, ref(x, w, b))
+  want = lt.numeric_grads(ref, [x, w, b], ct)
+  lt.assert_close([gx] + lt.leaves(gw), want, atol=1e-4)
 
 
 def test_lstm_return_state_and_initial_state(rng):
-  x, state = lc.random(rng, 2, 4, 3), lc.random(rng, 2, 6)
-  returning = lc.init_layer(tl.LSTM(3, return_state=True), x)
-  w, b = lc.leaves(returning.weights)
+  x, state = lt.random(rng, 2, 4, 3), lt.random(rng, 2, 6)
+  returning = lt.initialized(tl.LSTM(3, return_state=True), x)
+  w, b = lt.leaves(returning.weights)
   y, final = returning(x)
   want_y, want_final = _scan_ref(_lstm_cell_ref, x, np.zeros((2, 6)), w, b)
-  lc.assert_close([y, final], [want_y, want_final])
+  lt.assert_close([y, final], [want_y, want_final])
 
   for return_state in (False, True):
     seeded = tl.LSTM(3, initial_state=True, return_state=return_state)
@@ -152,38 +151,38 @@ def test_lstm_return_state_and_initial_state(rng):
     seeded.init(shapes.signature((x, state)))
     out = seeded((x, state), weights=_with_leaves(seeded.weights, [w, b]))
     want = _scan_ref(_lstm_cell_ref, x, state, w, b)
-    lc.assert_close(out, want if return_state else want[0])
+    lt.assert_close(out, want if return_state else want[0])
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_gru_matches_numpy_scan(mode, rng):
-  x = lc.random(rng, 2, 4, 3)
-  ct = lc.random(rng, 2, 4, 2)
-  layer = lc.init_layer(tl.GRU(2), x)
-  weights = [lc.random(rng, 5, 4), lc.random(rng, 4), lc.random(rng, 5, 2),
-             lc.random(rng, 2)]
-  y, _, gx, gw = lc.forward_and_grads(
+  x = lt.random(rng, 2, 4, 3)
+  ct = lt.random(rng, 2, 4, 2)
+  layer = lt.initialized(tl.GRU(2), x)
+  weights = [lt.random(rng, 5, 4), lt.random(rng, 4), lt.random(rng, 5, 2),
+             lt.random(rng, 2)]
+  y, _, gx, gw = lt.forward_and_grads(
       layer, x, _with_leaves(layer.weights, weights), layer.state, ct, mode)
 
   def ref(x, *ws):
     return _scan_ref(_gru_cell_ref, x, np.zeros((2, 2)), *ws)[0]
-  lc.assert_close(y, ref(x, *weights))
-  lc.assert_close([gx] + lc.leaves(gw),
-                  lc.numeric_grads(ref, [x, *weights], ct), atol=1e-4)
+  lt.assert_close(y, ref(x, *weights))
+  lt.assert_close([gx] + lt.leaves(gw),
+                  lt.numeric_grads(ref, [x, *weights], ct), atol=1e-4)
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('tanh', [False, True])
 def test_sru_matches_numpy(tanh, mode, rng):
-  x = lc.random(rng, 2, 4, 3)
-  ct = lc.random(rng, 2, 4, 3)
-  layer = lc.init_layer(tl.SRU(3, activation=tl.Tanh() if tanh else None), x)
-  w, b = lc.random(rng, 3, 9), lc.random(rng, 9)
-  y, _, gx, gw = lc.forward_and_grads(
+  x = lt.random(rng, 2, 4, 3)
+  ct = lt.random(rng, 2, 4, 3)
+  layer = lt.initialized(tl.SRU(3, activation=tl.Tanh() if tanh else None), x)
+  w, b = lt.random(rng, 3, 9), lt.random(rng, 9)
+  y, _, gx, gw = lt.forward_and_grads(
       layer, x, _with_leaves(layer.weights, [w, b]), layer.state, ct, mode)
   ref = lambda x, w, b: _sru_ref(x, w, b, np.tanh if tanh else (lambda c: c))
-  lc.assert_close(y, ref(x, w, b))
-  lc.assert_close([gx] + lc.leaves(gw), lc.numeric_grads(ref, [x, w, b], ct),
+  lt.assert_close(y, ref(x, w, b))
+  lt.assert_close([gx] + lt.leaves(gw), lt.numeric_grads(ref, [x, w, b], ct),
                   atol=1e-4)
 
 
@@ -196,22 +195,22 @@ def _sru_scan_ref(xs, fs, c):
   return np.stack(cs, 1), c
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_inner_sru_cell_matches_numpy(mode, rng):
-  x, f, c = lc.random(rng, 2, 3), _sigmoid(lc.random(rng, 2, 3)), \
-      lc.random(rng, 2, 3)
+  x, f, c = lt.random(rng, 2, 3), _sigmoid(lt.random(rng, 2, 3)), \
+      lt.random(rng, 2, 3)
   f = f.astype(np.float32)
-  ct = (lc.random(rng, 2, 3), lc.random(rng, 2, 3))
-  layer = lc.init_layer(tl.InnerSRUCell(), x, f, c)
+  ct = (lt.random(rng, 2, 3), lt.random(rng, 2, 3))
+  layer = lt.initialized(tl.InnerSRUCell(), x, f, c)
   assert (layer.name, layer.n_in, layer.n_out) == ('InnerSRUCell', 3, 2)
-  (y, new_c), _, grads, _ = lc.forward_and_grads(
+  (y, new_c), _, grads, _ = lt.forward_and_grads(
       layer, (x, f, c), layer.weights, layer.state, ct, mode)
 
   def ref(x, f, c):
     new = f * c + x
     return new, new
-  lc.assert_close([y, new_c], ref(x, f, c))
-  lc.assert_close(list(grads), lc.numeric_grads(ref, [x, f, c], ct),
+  lt.assert_close([y, new_c], ref(x, f, c))
+  lt.assert_close(list(grads), lt.numeric_grads(ref, [x, f, c], ct),
                   atol=1e-4)
 
 
@@ -224,20 +223,20 @@ def test_inner_sru_cell_rejects_mismatched_shapes():
                        jnp.ones((2, 4), jnp.float32)))
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_scan_sru_cell_matches_numpy_recurrence(mode, rng):
   # The two scanned inputs as SRU makes them: x' * (1 - f) and f in (0, 1);
   # a non-zero c_0 checks that the carry is used.
-  f = _sigmoid(lc.random(rng, 2, 5, 3)).astype(np.float32)
-  xs = (lc.random(rng, 2, 5, 3) * (1 - f)).astype(np.float32)
-  c0 = lc.random(rng, 2, 3)
-  ct = (lc.random(rng, 2, 5, 3), lc.random(rng, 2, 3))
-  layer = lc.init_layer(tl.ScanSRUCell(mode='train'), xs, f, c0)
+  f = _sigmoid(lt.random(rng, 2, 5, 3)).astype(np.float32)
+  xs = (lt.random(rng, 2, 5, 3) * (1 - f)).astype(np.float32)
+  c0 = lt.random(rng, 2, 3)
+  ct = (lt.random(rng, 2, 5, 3), lt.random(rng, 2, 3))
+  layer = lt.initialized(tl.ScanSRUCell(mode='train'), xs, f, c0)
   assert (layer.n_in, layer.n_out) == (3, 2)
-  (cs, c_last), _, grads, _ = lc.forward_and_grads(
+  (cs, c_last), _, grads, _ = lt.forward_and_grads(
       layer, (xs, f, c0), layer.weights, layer.state, ct, mode)
-  lc.assert_close([cs, c_last], _sru_scan_ref(xs, f, c0))
-  lc.assert_close(list(grads), lc.numeric_grads(_sru_scan_ref, [xs, f, c0],
+  lt.assert_close([cs, c_last], _sru_scan_ref(xs, f, c0))
+  lt.assert_close(list(grads), lt.numeric_grads(_sru_scan_ref, [xs, f, c0],
                                                 ct), atol=1e-4)
 
 
@@ -249,20 +248,20 @@ def test_scan_sru_cell_prints_as_trax():
   assert str(tl.InnerSRUCell()) == 'InnerSRUCell_in3_out2'
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_scan_sru_cell_predict_continues_from_kept_c(mode, rng):
-  f = _sigmoid(lc.random(rng, 2, 5, 3)).astype(np.float32)
-  xs = lc.random(rng, 2, 5, 3)
-  c0 = lc.random(rng, 2, 3)
-  layer = lc.init_layer(tl.ScanSRUCell(mode='predict'), xs[:, :2], f[:, :2],
-                        c0)
-  run = lc.compile_fn(
+  f = _sigmoid(lt.random(rng, 2, 5, 3)).astype(np.float32)
+  xs = lt.random(rng, 2, 5, 3)
+  c0 = lt.random(rng, 2, 3)
+  layer = lt.initialized(tl.ScanSRUCell(mode='predict'), xs[:, :2], f[:, :2],
+                         c0)
+  run = lt.compile_fn(
       lambda x, s: layer.pure_fn(x, layer.weights, s, None), mode)
   (cs1, _), state = run((xs[:, :2], f[:, :2], c0), layer.state)
   # The second call's carry on the stack is ignored: the kept one is used.
   (cs2, c_last), _ = run((xs[:, 2:], f[:, 2:], np.zeros_like(c0)), state)
   want_cs, want_last = _sru_scan_ref(xs, f, c0)
-  lc.assert_close([np.concatenate([cs1, cs2], 1), c_last],
+  lt.assert_close([np.concatenate([cs1, cs2], 1), c_last],
                   [want_cs, want_last])
 
 
@@ -292,24 +291,24 @@ def _masked_scan_ref(mask, xs, fs, c):
   return np.stack(cs, 1), c
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('batch,mask', [
     (2, [[1, 0, 1], [0, 0, 1]]),         # From step 1 on.
     (1, [[0, 1, 1, 0]]),                 # Full length: from step 0.
 ])
 def test_scan_sru_cell_with_mask_matches_numpy(batch, mask, mode, rng):
   mask = np.asarray(mask, np.float32)
-  f = _sigmoid(lc.random(rng, batch, 4, 3)).astype(np.float32)
-  xs, c0 = lc.random(rng, batch, 4, 3), lc.random(rng, batch, 3)
+  f = _sigmoid(lt.random(rng, batch, 4, 3)).astype(np.float32)
+  xs, c0 = lt.random(rng, batch, 4, 3), lt.random(rng, batch, 3)
   layer = tl.ScanSRUCell('predict', monkey_patched_mask=_FixedMask(mask))
   assert str(layer) == (
       'Serial_in3_out2[\n  PortalMask_in0\n  update_mask_in2_out2\n'
       '  Scan_in4_out2[\n    MaskedInnerSRUCell_in4_out2\n  ]\n]')
-  lc.init_layer(layer, xs, f, c0)
-  (cs, c_last), _ = lc.compile_fn(
+  lt.initialized(layer, xs, f, c0)
+  (cs, c_last), _ = lt.compile_fn(
       lambda x: layer.pure_fn(x, layer.weights, layer.state, None),
       mode)((xs, f, c0))
-  lc.assert_close([cs, c_last], _masked_scan_ref(mask, xs, f, c0))
+  lt.assert_close([cs, c_last], _masked_scan_ref(mask, xs, f, c0))
 
 
 def test_scan_sru_cell_with_mask_values_recorded_from_trax():
@@ -319,10 +318,10 @@ def test_scan_sru_cell_with_mask_values_recorded_from_trax():
   c0 = np.array([[4.0]], np.float32)
   layer = tl.ScanSRUCell('predict', monkey_patched_mask=_FixedMask(
       np.array([[1, 0, 1]], np.float32)))
-  lc.init_layer(layer, xs, f, c0)
+  lt.initialized(layer, xs, f, c0)
   cs, c_last = layer((xs, f, c0))
   # Steps: 0.5*4+0.5=2.5, 0.5*2.5+1=2.25, kept 2.25, 0.5*2.25-1=0.125.
-  lc.assert_close([cs, c_last], [[[[2.5], [2.25], [2.25], [0.125]]],
+  lt.assert_close([cs, c_last], [[[[2.5], [2.25], [2.25], [0.125]]],
                                  [[0.125]]])
 
 
@@ -346,7 +345,7 @@ def test_sru_is_built_from_scan_sru_cell(monkeypatch):
   assert calls == ['predict']
 
 
-@pytest.mark.parametrize('mode', lc.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_sru_with_fixed_weights_matches_float64_loop(mode):
   # Hand-picked weights: r, f and y each read one input unit.
   x = np.array([[[1.0, -2.0], [0.5, 0.0], [-1.0, 3.0]]], np.float32)
@@ -355,8 +354,8 @@ def test_sru_with_fixed_weights_matches_float64_loop(mode):
   w[0, 2], w[1, 3] = 0.5, 0.5     # f
   w[0, 4], w[1, 5] = 2.0, 1.0     # y
   b = np.array([0.0, 0.5, -1.0, 1.0, 0.0, 0.25], np.float32)
-  layer = lc.init_layer(tl.SRU(2), x)
-  y, _ = lc.compile_fn(lambda x, ws: layer.pure_fn(x, ws, layer.state, None),
+  layer = lt.initialized(tl.SRU(2), x)
+  y, _ = lt.compile_fn(lambda x, ws: layer.pure_fn(x, ws, layer.state, None),
                        mode)(x, _with_leaves(layer.weights, [w, b]))
   xd = x.astype(np.float64)
   c = np.zeros(2)
@@ -366,7 +365,7 @@ def test_sru_with_fixed_weights_matches_float64_loop(mode):
     r, f, x_prime = _sigmoid(z[:2]), _sigmoid(z[2:4]), z[4:]
     c = f * c + (1 - f) * x_prime
     want.append(r * c + (1 - r) * xd[0, t] * np.sqrt(3.0))
-  lc.assert_close(y, np.stack(want)[None])
+  lt.assert_close(y, np.stack(want)[None])
 
 
 def test_sru_rejects_input_depth_other_than_n_units():
@@ -396,16 +395,16 @@ def test_make_zero_state_follows_trax():
     (lambda: tl.SRU(3), 'eager'),
     (lambda: tl.LSTM(4, return_state=True), 'eager')])
 def test_recurrent_layers_keep_bfloat16(make, mode, rng):
-  x = tf.cast(lc.random(rng, 2, 3, 3), tf.bfloat16)
+  x = tf.cast(lt.random(rng, 2, 3, 3), tf.bfloat16)
   layer = make()
   weights, state = layer.init(shapes.signature(x))
-  run = lc.compile_fn(lambda x, w, s: layer.pure_fn(x, w, s, None)[0], mode)
+  run = lt.compile_fn(lambda x, w, s: layer.pure_fn(x, w, s, None)[0], mode)
   outs = run(x, weights, state)
   for out in (outs if isinstance(outs, tuple) else (outs,)):
     assert out.dtype == tf.bfloat16
   # The same weights on the float32 values give nearly the same result.
   want = layer.pure_fn(tf.cast(x, tf.float32), weights, state, None)[0]
-  lc.assert_close(outs, want, rtol=0, atol=5e-2)
+  lt.assert_close(outs, want, rtol=0, atol=5e-2)
 
 
 @pytest.mark.parametrize('make', [lambda: tl.LSTMCell(4),
@@ -413,13 +412,8 @@ def test_recurrent_layers_keep_bfloat16(make, mode, rng):
 def test_cells_keep_bfloat16(make, rng):
   layer = make()
   depth = 8 if isinstance(layer, tl.LSTMCell) else 4
-  x = tf.cast(lc.random(rng, 2, 3), tf.bfloat16)
-  state = tf.cast(lc.random(rng, 2, depth), tf.bfloat16)
+  x = tf.cast(lt.random(rng, 2, 3), tf.bfloat16)
+  state = tf.cast(lt.random(rng, 2, depth), tf.bfloat16)
   layer.init(shapes.signature((x, state)))
   y, new_state = layer((x, state))
   assert y.dtype == tf.bfloat16 and new_state.dtype == tf.bfloat16
-
-
-def test_docstring_examples():
-  result = doctest.testmod(rnn, optionflags=doctest.ELLIPSIS)
-  assert result.attempted > 0 and result.failed == 0

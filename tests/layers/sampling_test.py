@@ -1,6 +1,5 @@
 """logsoftmax_sample, ThresholdToBinary and multigaussian_loss."""
 
-import importlib
 import math
 
 import numpy as np
@@ -8,7 +7,7 @@ import pytest
 
 from tfnp_trax import layers as tl
 from tfnp_trax.fastmath import numpy as jnp
-from tests.layers import _check
+from tests import _layer_testing as lt
 
 
 def _softmax(logits):
@@ -42,16 +41,16 @@ def test_logsoftmax_sample_is_seeded_by_numpy_and_greedy_at_zero():
   assert batched.shape == (2, 5) and batched.max() < 3
 
 
-@pytest.mark.parametrize('mode', _check.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_threshold_to_binary(mode):
   layer = tl.ThresholdToBinary()
   assert layer.name == 'ThresholdToBinary'
   x = np.array([[0.1, 0.5, 0.51], [-3.0, 0.9, 2.0]], np.float32)
-  y = _check.run_layer(layer, x, mode)
+  y = lt.layer_outputs(layer, x, mode)
   assert y.dtype.name == 'int32'
   np.testing.assert_array_equal(y, [[0, 0, 1], [0, 1, 1]])
   strict = tl.ThresholdToBinary(threshold=1.0)
-  np.testing.assert_array_equal(_check.run_layer(strict, x, mode),
+  np.testing.assert_array_equal(lt.layer_outputs(strict, x, mode),
                                 [[0, 0, 0], [0, 0, 1]])
 
 
@@ -78,20 +77,15 @@ def _mixture_log_density(preds, targets, ngauss):
 
 
 @pytest.mark.parametrize('ngauss,d', [(1, 1), (3, 2), (2, 4)])
-@pytest.mark.parametrize('mode', _check.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_multigaussian_loss_matches_float64_formula(ngauss, d, mode):
   rng = np.random.RandomState(ngauss * 10 + d)
   preds = rng.normal(size=(5, ngauss * (2 * d + 1))).astype(np.float32)
   preds[:, ngauss * (d + 1):] += 1.5  # Scales away from 0.
   targets = rng.normal(size=(5, d)).astype(np.float32)
-  fn = _check.compile_fn(
+  fn = lt.compile_fn(
       lambda p, t: tl.multigaussian_loss(p, t, ngauss=ngauss), mode)
   got = np.asarray(fn(jnp.asarray(preds), jnp.asarray(targets)))
   assert got.shape == (5,)
   np.testing.assert_allclose(got, _mixture_log_density(preds, targets, ngauss),
                              rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize('name', ['sampling', 'mixture_density'])
-def test_docstring_examples(name):
-  _check.run_doctests(importlib.import_module(f'tfnp_trax.layers.{name}'))

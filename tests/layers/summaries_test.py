@@ -1,18 +1,15 @@
 """PrintShape, SummaryScalar and SummaryImage: event files read back."""
 
 import glob
-import importlib
 import os
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tests.layers import _check
 
 
 def _events(log_dir):
@@ -126,8 +123,3 @@ def test_summary_image_recover_fn_and_single_input():
   assert tuple(y.shape) == (2, 3, 4, 1)  # Fewer examples than summaries.
   assert {k: tuple(v.shape) for k, v in layer.state.items()} == {
       'summary_grey0': (3, 4), 'summary_grey1': (3, 4)}
-
-
-@pytest.mark.parametrize('name', ['summaries'])
-def test_docstring_examples(name):
-  _check.run_doctests(importlib.import_module(f'tfnp_trax.layers.{name}'))

@@ -15,7 +15,6 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import _safe_pickle
 from tfnp_trax.layers import base
 from tfnp_trax.layers import weight_files as wf
-from tests.layers import _check
 
 _DATA = pathlib.Path(__file__).resolve().parents[1] / 'testdata/trax_weights'
 _BF16 = np.dtype(jnp.bfloat16)
@@ -389,7 +388,3 @@ def test_shared_layers_are_stored_once_in_trax_layout(tmp_path):
   w, b = (np.asarray(a, np.float64) for a in contents['flat_weights'])
   want = np.maximum(x @ w + b, 0) @ w + b
   np.testing.assert_allclose(np.asarray(restored(x)), want, rtol=1e-5)
-
-
-def test_docstring_examples():
-  _check.run_doctests(wf)

@@ -10,7 +10,7 @@ import numpy as np
 
 from tests.layers import _attention_ref as attn_ref
 from tests.layers import _np_conv
-from tests.layers._check import to_numpy64
+from tests._layer_testing import to_numpy64
 from tfnp_trax import fastmath
 
 __all__ = ['leaves', 'n_params', 'layer_norm', 'relu', 'sigmoid', 'gelu',

@@ -1,18 +1,16 @@
 """AtariCnn, AtariCnnBody and FrameStackMLP against NumPy float64 forwards."""
 
-import doctest
 
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tests.layers import _np_conv
 from tests.models import _np_ref as ref
 from tfnp_trax import fastmath
 from tfnp_trax import models
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.models import atari_cnn
 
 
 def _frame_stack(x, n_frames):
@@ -52,7 +50,7 @@ def _unit_weights(model, seed=1):
       model.weights)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_atari_cnn_matches_numpy(mode, rng):
   frames = rng.integers(0, 256, size=(2, 3, 8, 8, 3)).astype(np.uint8)
   model = models.AtariCnn(n_frames=2, hidden_sizes=(2, 3), output_size=5)
@@ -61,7 +59,7 @@ def test_atari_cnn_matches_numpy(mode, rng):
   assert ref.n_params(weights) == (150 * 2 + 2) + (50 * 3 + 3) + (
       12 * 5 + 5) == 520
   _unit_weights(model)
-  got, _ = _modes.run_layer(model, jnp.asarray(frames), mode)
+  got, _ = lt.run_layer(model, jnp.asarray(frames), mode)
   assert tuple(got.shape) == (2, 3, 5) and got.dtype == jnp.float32
   want = _cnn_reference(frames.astype(np.float64), model.weights, 2,
                         [(2, 'SAME'), (2, 'SAME')])
@@ -102,13 +100,13 @@ def test_default_shapes_and_weight_counts():
   assert ref.n_params(w) == (12 * 64 + 64) + (64 * 64 + 64) == 4992
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_frame_stack_mlp_matches_numpy(mode, rng):
   x = rng.normal(size=(2, 5, 3)).astype(np.float32)
   model = models.FrameStackMLP(n_frames=3, hidden_sizes=(4,), output_size=2)
   weights, _ = model.init(shapes.signature(x))
   assert ref.n_params(weights) == (9 * 4 + 4) + (4 * 2 + 2) == 50
-  got, _ = _modes.run_layer(model, jnp.asarray(x), mode)
+  got, _ = lt.run_layer(model, jnp.asarray(x), mode)
   w = ref.leaves(model.weights)
   h = ref.relu(_frame_stack(x.astype(np.float64), 3) @ next(w) + next(w))
   np.testing.assert_allclose(np.asarray(got), h @ next(w) + next(w),
@@ -155,8 +153,3 @@ def test_bad_arguments_raise_clear_errors():
   with pytest.raises(ValueError, match=r'FrameStack: n_frames must be at '
                      r'least 1, got 0'):
     models.FrameStackMLP(n_frames=0)
-
-
-def test_docstring_examples():
-  result = doctest.testmod(atari_cnn)
-  assert result.attempted > 0 and result.failed == 0

@@ -1,11 +1,10 @@
 """NeuralGPU against a NumPy float64 forward; weight sharing and counts."""
 
-import doctest
 
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tests.models import _np_ref as ref
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -48,10 +47,10 @@ def model():
   return m
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_neural_gpu_matches_numpy(model, mode, rng):
   ids = rng.integers(0, 4, size=(2, 3, 5)).astype(np.int32)
-  got, _ = _modes.run_layer(model, jnp.asarray(ids), mode)
+  got, _ = lt.run_layer(model, jnp.asarray(ids), mode)
   assert tuple(got.shape) == (2, 3, 5, 4)
   np.testing.assert_allclose(np.asarray(got),
                              _neural_gpu_reference(ids, model.weights, 3),
@@ -102,8 +101,3 @@ def test_d_feature_not_divisible_by_3_fails_when_run():
                      r'3 \(for NeuralGPU: d_feature\), got shape '
                      r'\(1, 2, 3, 8\)'):
     model.init(shapes.ShapeDtype((1, 2, 3), jnp.int32))
-
-
-def test_docstring_examples():
-  result = doctest.testmod(neural_gpu)
-  assert result.attempted > 0 and result.failed == 0

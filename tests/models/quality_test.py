@@ -1,18 +1,16 @@
 """Quality (Q-value head) against NumPy float64 forwards."""
 
-import doctest
 
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tests.models import _np_ref as ref
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import models
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.models import quality
 
 
 def _body(mode):
@@ -25,14 +23,14 @@ def _normalizer(mode):
   return tl.Fn('Halve', lambda x: x * 0.5)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_quality_matches_numpy(mode, rng):
   x = rng.normal(size=(3, 4)).astype(np.float32)
   model = models.Quality(body=_body, normalizer=_normalizer, n_actions=3)
   weights, _ = model.init(shapes.signature(x))
   # Dense 4 -> 5 in the body, Dense 5 -> 3 head.
   assert ref.n_params(weights) == (4 * 5 + 5) + (5 * 3 + 3) == 43
-  got, _ = _modes.run_layer(model, jnp.asarray(x), mode)
+  got, _ = lt.run_layer(model, jnp.asarray(x), mode)
   w = ref.leaves(model.weights)
   h = ref.relu(0.5 * x.astype(np.float64) @ next(w) + next(w))
   np.testing.assert_allclose(np.asarray(got), h @ next(w) + next(w),
@@ -81,8 +79,3 @@ def test_rejects_bad_n_actions():
   with pytest.raises(ValueError, match=r'Quality: n_actions must be a '
                      r'positive int, got 0'):
     models.Quality(n_actions=0)
-
-
-def test_docstring_examples():
-  result = doctest.testmod(quality)
-  assert result.attempted > 0 and result.failed == 0

@@ -1,15 +1,13 @@
 """ResNet-50 and Wide ResNet: shapes, modes and the FRN + TLU variant."""
 
-import doctest
 
 import numpy as np
 import pytest
 
-from tests.layers import _layer_check as lc
+from tests import _layer_testing as lt
 from tfnp_trax import layers as tl
 from tfnp_trax import models
 from tfnp_trax import shapes
-from tfnp_trax.models import resnet
 
 
 def _sublayers_of(layer, kind):
@@ -46,7 +44,7 @@ def test_resnet50_filter_response_norm_variant_runs_forward(rng):
     (tl.BatchNorm, tl.Relu),
     (tl.FilterResponseNorm, tl.ThresholdedLinearUnit)])
 def test_wide_resnet_runs_forward(norm, non_linearity, rng):
-  x = lc.random(rng, 2, 32, 32, 3)
+  x = lt.random(rng, 2, 32, 32, 3)
   model = models.WideResnet(n_blocks=1, n_output_classes=4, norm=norm,
                             non_linearity=non_linearity)
   model.init(shapes.signature(x))
@@ -57,7 +55,7 @@ def test_wide_resnet_runs_forward(norm, non_linearity, rng):
 
 
 def test_wide_resnet_batch_norm_statistics_move_only_in_train(rng):
-  x = lc.random(rng, 2, 32, 32, 3) + 1.0
+  x = lt.random(rng, 2, 32, 32, 3) + 1.0
   outputs = {}
   for mode in ('train', 'eval'):
     model = models.WideResnet(n_blocks=1, n_output_classes=3, mode=mode,
@@ -66,16 +64,11 @@ def test_wide_resnet_batch_norm_statistics_move_only_in_train(rng):
     norms = _sublayers_of(model, tl.BatchNorm)
     assert len(norms) == 7
     assert all(n._momentum == 0.5 for n in norms)  # pylint: disable=protected-access
-    before = [lc.leaves(n.state) for n in norms]
+    before = [lt.leaves(n.state) for n in norms]
     outputs[mode] = model(x, weights=weights, state=state)
-    after = [lc.leaves(n.state) for n in norms]
+    after = [lt.leaves(n.state) for n in norms]
     counts = [int(a[2]) for a in after]
     assert counts == ([1] * 7 if mode == 'train' else [0] * 7)
     moved = [not np.allclose(a[0], b[0]) for a, b in zip(after, before)]
     assert all(moved) if mode == 'train' else not any(moved)
   assert not np.allclose(outputs['train'], outputs['eval'])
-
-
-def test_docstring_examples():
-  result = doctest.testmod(resnet, optionflags=doctest.ELLIPSIS)
-  assert result.attempted > 0 and result.failed == 0

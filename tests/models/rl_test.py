@@ -1,12 +1,11 @@
 """Policy, Value, PolicyAndValue and Quality heads against NumPy."""
 
-import doctest
 import inspect
 
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import models
@@ -26,12 +25,12 @@ def np_dense(x, params):
   return x @ w + b
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_policy_matches_numpy(mode):
   x = np.random.default_rng(0).normal(size=(3, 2, 4)).astype(np.float32)
   model = models.Policy(distributions.Categorical(3), body=body)
   weights, state = model.init(shapes.signature(x))
-  y, _ = _modes.run_layer(model, x, mode)
+  y, _ = lt.run_layer(model, x, mode)
   assert y.shape == (3, 2, 3)
   (dense_w, _), head_w = weights  # (body: (Dense, Tanh), head Dense).
   expected = np_dense(np.tanh(np_dense(x, dense_w)), head_w)
@@ -132,7 +131,7 @@ def test_quality_is_reexported_where_trax_has_it():
   assert 'Quality' in rl_models.__all__
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('joint', [True, False])
 def test_policy_and_value_match_numpy(joint, mode):
   x = np.random.default_rng(2).normal(size=(3, 4)).astype(np.float32)
@@ -140,7 +139,7 @@ def test_policy_and_value_match_numpy(joint, mode):
                                 joint=joint)
   model.init(shapes.signature(x))
   leaves, weights = _random_weights(model, seed=3)
-  (dist_inputs, values), _ = _modes.run_layer(model, x, mode, weights=weights)
+  (dist_inputs, values), _ = lt.run_layer(model, x, mode, weights=weights)
   if joint:
     # One body (Dense 4->5, Tanh), then the policy and value Dense heads.
     bw, bb, pw, pb, vw, vb = leaves
@@ -205,7 +204,7 @@ def test_policy_and_value_build_tops_as_trax():
                   ('value', None, None, 'eval')]
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('multiplicative', [False, True])
 def test_action_injection_matches_numpy(multiplicative, mode):
   rng = np.random.default_rng(4)
@@ -216,7 +215,7 @@ def test_action_injection_matches_numpy(multiplicative, mode):
                        multiplicative_action_injection=multiplicative)
   model.init(shapes.signature((obs, actions)))
   leaves, weights = _random_weights(model, seed=5)
-  got, _ = _modes.run_layer(model, (obs, actions), mode, weights=weights)
+  got, _ = lt.run_layer(model, (obs, actions), mode, weights=weights)
   bw, bb, ow, ob, aw, ab, *rest = leaves
   x = np_tanh_body(obs, bw, bb) @ ow + ob
   a = actions.astype(np.float64) @ aw + ab
@@ -312,9 +311,3 @@ def test_separate_towers_take_jnp_inputs_with_leading_axes():
   dist_inputs, values = model(jnp.ones((2, 1, 4), dtype=jnp.float32))
   assert dist_inputs.shape == (2, 1, dist.n_inputs)
   assert values.shape == (2, 1, 1)
-
-
-def test_docstrings():
-  results = doctest.testmod(rl_models, extraglobs={'tl': tl,
-                                                   'fastmath': fastmath})
-  assert results.failed == 0 and results.attempted > 0

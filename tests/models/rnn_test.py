@@ -1,11 +1,10 @@
 """RNNLM, GRULM and LSTMSeq2SeqAttn: shapes, causality, NumPy references."""
 
-import doctest
 
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tests.layers import _attention_ref as attn_ref
 from tests.models import _np_ref as ref
 from tfnp_trax import fastmath
@@ -13,7 +12,6 @@ from tfnp_trax import layers as tl
 from tfnp_trax import models
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.models import rnn
 
 _VOCAB = 7
 
@@ -76,11 +74,6 @@ def test_rnnlm_rejects_zero_layers():
     models.RNNLM(_VOCAB, n_layers=0)
 
 
-def test_docstring_examples():
-  result = doctest.testmod(rnn, optionflags=doctest.ELLIPSIS)
-  assert result.attempted > 0 and result.failed == 0
-
-
 # -- LSTMSeq2SeqAttn ---------------------------------------------------------
 
 _SEQ = dict(input_vocab_size=6, target_vocab_size=5, d_model=4,
@@ -119,8 +112,8 @@ def _seq2seq_reference(inputs, targets, weights, n_heads, attention=None):
 @pytest.mark.parametrize('n_heads', [1, 2])
 def test_lstm_seq2seq_attn_matches_numpy(n_heads):
   model = _seq2seq_init(n_heads=n_heads)
-  for mode in _modes.MODES:
-    (log_probs, targets), _ = _modes.run_layer(
+  for mode in lt.MODES:
+    (log_probs, targets), _ = lt.run_layer(
         model, (jnp.asarray(_INPUTS), jnp.asarray(_TARGETS)), mode)
     np.testing.assert_array_equal(np.asarray(targets), _TARGETS)
     np.testing.assert_allclose(

@@ -1,17 +1,15 @@
 """Transformer models: NumPy forward reference, causality, parameter count."""
 
-import doctest
 
 import numpy as np
 import pytest
 
 from tests.layers import _attention_ref as ref
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import models
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.models import transformer
 
 SMALL = dict(d_model=8, d_ff=16, n_heads=2, max_len=16, dropout=0.0)
 
@@ -36,7 +34,7 @@ def _blocks(x, leaves, n_layers, n_heads, mask=None, causal=False):
 
 
 def _lm_reference(tokens, weights, n_layers, n_heads):
-  leaves = iter(_check.to_numpy64(fastmath.tree_leaves(weights)))
+  leaves = iter(lt.to_numpy64(fastmath.tree_leaves(weights)))
   embedding, table = next(leaves), next(leaves)
   shifted = np.concatenate([np.zeros_like(tokens[:, :1]), tokens[:, :-1]], 1)
   x = embedding[shifted] + table[None, :tokens.shape[1]]
@@ -46,7 +44,7 @@ def _lm_reference(tokens, weights, n_layers, n_heads):
 
 
 def _encoder_reference(tokens, weights, n_layers, n_heads):
-  leaves = iter(_check.to_numpy64(fastmath.tree_leaves(weights)))
+  leaves = iter(lt.to_numpy64(fastmath.tree_leaves(weights)))
   embedding, table = next(leaves), next(leaves)
   x = embedding[tokens] + table[None, :tokens.shape[1]]
   mask = (tokens != 0)[:, None, None, :]
@@ -68,10 +66,10 @@ def lm():
                jnp.zeros((2, 8), jnp.int32))
 
 
-@pytest.mark.parametrize('mode', _check.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_transformer_lm_matches_numpy(lm, mode, rng):
   tokens = rng.integers(0, 11, size=(2, 8)).astype(np.int32)
-  got = _check.run_layer(lm, jnp.asarray(tokens), mode)
+  got = lt.layer_outputs(lm, jnp.asarray(tokens), mode)
   np.testing.assert_allclose(np.asarray(got),
                              _lm_reference(tokens, lm.weights, 2, 2),
                              rtol=1e-4, atol=1e-5)
@@ -83,7 +81,7 @@ def test_transformer_encoder_matches_numpy(rng):
                                           mode='eval', **SMALL),
                 jnp.asarray(tokens))
   for mode in ('eager', 'jit'):
-    got = _check.run_layer(model, jnp.asarray(tokens), mode)
+    got = lt.layer_outputs(model, jnp.asarray(tokens), mode)
     np.testing.assert_allclose(np.asarray(got),
                                _encoder_reference(tokens, model.weights, 1, 2),
                                rtol=1e-4, atol=1e-5)
@@ -175,9 +173,3 @@ def test_train_mode_dropout_is_random_per_rng(rng):
     return np.asarray(model(tokens, rng=fastmath.random.get_prng(seed)))
   np.testing.assert_array_equal(run(1), run(1))
   assert not np.allclose(run(1), run(2))
-
-
-def test_docstring_examples():
-  result = doctest.testmod(transformer, extraglobs={'shapes': shapes,
-                                                    'jnp': jnp})
-  assert result.attempted > 0 and result.failed == 0

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 from tests.optimizers import _harness
+from tfnp_trax import fastmath
 from tfnp_trax import optimizers
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.optimizers import adafactor
 
 _DEFAULTS = dict(learning_rate=0.05, factored=True,
                  multiply_by_parameter_scale=True, do_clipping=True,
@@ -100,7 +102,39 @@ def test_adafactor_defaults_follow_trax():
 ])
 def test_adafactor_slots(kwargs, shape, want):
   slots = optimizers.Adafactor(**kwargs).init(jnp.zeros(shape, jnp.float32))
-  assert [(tuple(s.shape), s.dtype.name) for s in slots] == want
+  # Flattened, the slots are Trax's list, in Trax's order.
+  assert [(tuple(s.shape), s.dtype.name)
+          for s in fastmath.tree_flatten(slots)] == want
+
+
+def test_adafactor_slots_are_named_by_layout():
+  opt = optimizers.Adafactor(do_momentum=True)
+  factored = opt.init(jnp.zeros((3, 4), jnp.float32))
+  assert isinstance(factored, adafactor.AdafactorFactoredSlots)
+  assert [tuple(x.shape) for x in factored] == [(3,), (4,), (3, 4)]
+  plain = opt.init(jnp.zeros((4,), jnp.float32))
+  assert isinstance(plain, adafactor.AdafactorUnfactoredSlots)
+  assert tuple(plain.v.shape) == (4,) and tuple(plain.momentum.shape) == (4,)
+  no_momentum = optimizers.Adafactor().init(jnp.zeros((4,), jnp.float32))
+  assert no_momentum.momentum == ()
+
+
+@pytest.mark.parametrize('do_momentum', [False, True])
+def test_adafactor_update_takes_trax_slot_lists(do_momentum):
+  # Slots read from a Trax checkpoint are plain lists in Trax's order.
+  opt = optimizers.Adafactor(do_momentum=do_momentum, beta1=0.5)
+  params = {k: np.float32(v) for k, v in opt.opt_params.items()}
+  w = jnp.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+  g = jnp.asarray(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+  named = opt.init(w)
+  w_named, s_named = opt.update(1, g, w, named, params)
+  w_list, s_list = opt.update(1, g, w, list(fastmath.tree_flatten(named)),
+                              params)
+  np.testing.assert_array_equal(w_named, w_list)
+  assert type(s_list) is adafactor.AdafactorFactoredSlots
+  for a, b in zip(fastmath.tree_flatten(s_named),
+                  fastmath.tree_flatten(s_list)):
+    np.testing.assert_array_equal(a, b)
 
 
 def test_adafactor_bfloat16_momentum_slot_keeps_its_dtype():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax.rl import awr
 
@@ -24,13 +24,13 @@ def np_awr(lp, adv, mask, beta, w_max):
   return -np.sum(lp * w * mask) / np.sum(mask)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_awr_loss_matches_numpy(mode):
   lp, adv, olp, mask = make_inputs()
   assert (np.exp(adv / 0.5) > 5.0).any() and (np.exp(adv / 0.5) < 5.0).any()
   layer = awr.AWRLoss(beta=0.5, w_max=5.0)
-  got = _modes.run_layer(layer, tuple(tf.constant(x, tf.float32)
-                                      for x in (lp, adv, olp, mask)), mode)[0]
+  got = lt.run_layer(layer, tuple(tf.constant(x, tf.float32)
+                                  for x in (lp, adv, olp, mask)), mode)[0]
   np.testing.assert_allclose(float(got), np_awr(lp, adv, mask, 0.5, 5.0),
                              rtol=1e-5)
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax.rl import distributions
 
@@ -19,15 +19,15 @@ def softplus(x):
   return np.log1p(np.exp(x))
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_categorical_log_prob_and_entropy(mode):
   rng = np.random.default_rng(0)
   logits = rng.normal(size=(4, 2, 5))
   actions = rng.integers(0, 5, size=(4, 2)).astype(np.int32)
   dist = distributions.Categorical(5)
   log_probs = np_log_softmax(logits)
-  f = _modes.compile_fn(lambda x, a: (dist.log_prob(x, a), dist.entropy(x)),
-                        mode)
+  f = lt.compile_fn(lambda x, a: (dist.log_prob(x, a), dist.entropy(x)),
+                    mode)
   lp, ent = f(tf.constant(logits, tf.float32), actions)
   np.testing.assert_allclose(
       np.asarray(lp),

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import layers as tl
 from tfnp_trax.rl import distributions
 from tfnp_trax.rl import losses
@@ -33,7 +33,7 @@ def norm(a, eps=1e-5):
   return (a - a.mean()) / (a.std() + eps)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('normalization', [False, True])
 def test_ppo_loss(mode, normalization):
   logits, actions, adv, old_lp, mask = policy_stack()
@@ -45,7 +45,7 @@ def test_ppo_loss(mode, normalization):
   layer = losses.PPOLoss(DIST, 0.2, 0.01, normalization)
   stack = (tf.constant(logits, tf.float32), actions) + tuple(
       tf.constant(x, tf.float32) for x in (adv, old_lp, mask))
-  got = _modes.run_layer(layer, stack, mode)[0]
+  got = lt.run_layer(layer, stack, mode)[0]
   np.testing.assert_allclose(float(got), expected, rtol=1e-5)
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax.rl import distributions
 from tfnp_trax.rl import rl_layers
@@ -76,7 +76,7 @@ def make_batch(seed=0, batch=4, time=3, normalize=False):
               old_log_probs=old_lp, mask=mask)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('normalize', [False, True])
 def test_ppo_objective_matches_numpy(mode, normalize):
   b = make_batch(normalize=normalize)
@@ -91,7 +91,7 @@ def test_ppo_objective_matches_numpy(mode, normalize):
   def f(di, v, r, d, rw, a, olp):
     return rl_layers.PPOObjective(di, v, r, d, rw, a, olp, DIST.log_prob,
                                   EPSILON, normalize)
-  got = _modes.compile_fn(f, mode)(*(
+  got = lt.compile_fn(f, mode)(*(
       tf.constant(b[k], tf.float32) if k != 'actions' else b[k]
       for k in ('dist_inputs', 'values', 'returns', 'dones', 'rewards',
                 'actions', 'old_log_probs')))
@@ -113,7 +113,7 @@ def test_ppo_objective_dones_use_rewards_and_zero_values():
   np.testing.assert_allclose(float(obj[0, 1]), expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('normalize', [False, True])
 def test_a2c_objective_matches_numpy(mode, normalize):
   b = make_batch(seed=1)
@@ -123,7 +123,7 @@ def test_a2c_objective_matches_numpy(mode, normalize):
   def f(di, v, r, d, rw, a, m):
     return rl_layers.A2CObjective(di, v, r, d, rw, a, m, DIST.log_prob,
                                   normalize)
-  got = _modes.compile_fn(f, mode)(*(
+  got = lt.compile_fn(f, mode)(*(
       tf.constant(b[k], tf.float32) if k != 'actions' else b[k]
       for k in ('dist_inputs', 'values', 'returns', 'dones', 'rewards',
                 'actions', 'mask')))

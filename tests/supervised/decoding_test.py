@@ -162,6 +162,37 @@ def test_errors_name_the_problem(lm_pair):
                                    accelerate=False)
 
 
+@pytest.mark.parametrize('sampler', [decoding.autoregressive_sample,
+                                     decoding.beam_search])
+def test_model_and_inputs_are_checked_before_decoding(lm_pair, sampler):
+  full, cached, fresh = lm_pair
+  name = sampler.__name__
+  with pytest.raises(ValueError, match=name + r": expected a model built with "
+                     r"mode='predict' .* but Serial's layers are in mode "
+                     r"\['eval'\]"):
+    sampler(full, max_length=2, accelerate=False)
+  with pytest.raises(ValueError, match=name + r': model Serial is not '
+                     r'initialized; call model.init\(shapes.ShapeDtype\(\(3, '
+                     r'1\), jnp.int32\)\)'):
+    sampler(models.TransformerLM(VOCAB, mode='predict', **CONFIG),
+            batch_size=3, max_length=2, accelerate=False)
+  cached.state = fresh
+  with pytest.raises(TypeError, match=name + r': inputs must be integer token '
+                     r'ids, got dtype float64'):
+    sampler(cached, inputs=np.ones((2, 3)), batch_size=2, max_length=2,
+            accelerate=False)
+  assert _same_tree(cached.state, fresh)
+
+
+def test_eval_mode_sampling_accepts_any_mode_and_integer_lists(lm_pair):
+  full, _, _ = lm_pair
+  out = decoding.autoregressive_sample(
+      full, inputs=[[3, 4], [5, 6]], batch_size=2, temperature=0.0,
+      eos_id=-1, max_length=2, accelerate=False, eval_mode=True)
+  np.testing.assert_array_equal(
+      out, _greedy_by_recomputing(full, np.array([[3, 4], [5, 6]]), 2))
+
+
 def test_length_limit_is_a_named_bound_that_tracks_the_cache(lm_pair):
   full, cached, fresh = lm_pair
   cached.state = fresh

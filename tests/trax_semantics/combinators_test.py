@@ -5,7 +5,7 @@ in the layer's state, and the next call starts from it rather than from the
 carry on the stack; the first call starts from the given carry. So feeding a
 sequence in two pieces gives the outputs of one pass over the whole
 sequence. Each check compares with a NumPy float64 recurrence and runs
-eagerly, under tf.function and under XLA (tests/_modes.py).
+eagerly, under tf.function and under XLA (tests/_layer_testing.py).
 
 Cond (trax/layers/combinators.py) runs its branches through `lax.cond`, so
 its outputs are always arrays, even when a branch returns a Python number.
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 import tfnp_trax.layers as tl
@@ -87,7 +87,7 @@ def _close(got, want):
 
 # -- Scan in predict mode --------------------------------------------------
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_scan_predict_continues_from_the_kept_carry(mode):
   # trax/layers/combinators.py Scan.forward: with mode='predict' and a
   # non-empty kept carry, the stack's carry is replaced by the kept one.
@@ -96,20 +96,20 @@ def test_scan_predict_continues_from_the_kept_carry(mode):
   layer = tl.Scan(tl.LSTMCell(3), axis=1, mode='predict')
   layer.init(shapes.signature((x1, c0)))
   w, b = _leaves(layer)
-  (y1, c1), state = _modes.run_layer(layer, (x1, c0), mode)
+  (y1, c1), state = lt.run_layer(layer, (x1, c0), mode)
   # The second call's stack carry is ignored: the kept one is used.
   ignored = np.full_like(c0, 7.)
-  (y2, c2), state = _modes.run_layer(layer, (x2, ignored), mode, state=state)
+  (y2, c2), state = lt.run_layer(layer, (x2, ignored), mode, state=state)
   want_y, want_c = lstm_ref(np.concatenate([x1, x2], 1), c0, w, b)
   _close(np.concatenate([np.asarray(y1), np.asarray(y2)], 1), want_y)
   _close(c2, want_c)
   _close(c1, lstm_ref(x1, c0, w, b)[1])
   # A third call carries on again from the second's final carry.
-  (y3, _), _ = _modes.run_layer(layer, (x1, ignored), mode, state=state)
+  (y3, _), _ = lt.run_layer(layer, (x1, ignored), mode, state=state)
   _close(y3, lstm_ref(np.concatenate([x1, x2, x1], 1), c0, w, b)[0][:, 5:])
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('scan_mode', ['train', 'eval'])
 def test_scan_outside_predict_starts_from_the_given_carry(mode, scan_mode):
   # Trax keeps no carry outside predict mode: each call starts afresh.
@@ -117,8 +117,8 @@ def test_scan_outside_predict_starts_from_the_given_carry(mode, scan_mode):
   layer = tl.Scan(tl.LSTMCell(3), axis=1, mode=scan_mode)
   layer.init(shapes.signature((x, c0)))
   w, b = _leaves(layer)
-  _, state = _modes.run_layer(layer, (x, c0), mode)
-  (y, c), _ = _modes.run_layer(layer, (x, c0), mode, state=state)
+  _, state = lt.run_layer(layer, (x, c0), mode)
+  (y, c), _ = lt.run_layer(layer, (x, c0), mode, state=state)
   want_y, want_c = lstm_ref(x, c0, w, b)
   _close(y, want_y)
   _close(c, want_c)
@@ -161,12 +161,12 @@ def test_scan_predict_accepts_trax_form_of_kept_carry():
 
 def _split_vs_whole(layer, x, split, mode):
   layer.init(shapes.signature(x[:, :split]))
-  y1, state = _modes.run_layer(layer, x[:, :split], mode)
-  y2, _ = _modes.run_layer(layer, x[:, split:], mode, state=state)
+  y1, state = lt.run_layer(layer, x[:, :split], mode)
+  y2, _ = lt.run_layer(layer, x[:, split:], mode, state=state)
   return np.concatenate([np.asarray(y1), np.asarray(y2)], 1)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_lstm_predict_in_pieces(mode):
   # trax/layers/rnn.py LSTM: zero state, Scan(LSTMCell, mode=mode). Input
   # depth equals n_units, where Trax's own LSTM works.
@@ -177,7 +177,7 @@ def test_lstm_predict_in_pieces(mode):
   _close(got, lstm_ref(x, np.zeros((2, 6)), w, b)[0])
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_gru_predict_in_pieces(mode):
   x = _x(2, 5, 3)
   layer = tl.GRU(3, mode='predict')
@@ -185,7 +185,7 @@ def test_gru_predict_in_pieces(mode):
   _close(got, gru_ref(x, np.zeros((2, 3)), *_leaves(layer)))
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_sru_predict_in_pieces(mode):
   x = _x(2, 5, 3)
   layer = tl.SRU(3, mode='predict')
@@ -246,7 +246,7 @@ COND_CASES = [
 ]
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 @pytest.mark.parametrize('true,false,pred,y,want,dtype',
                          [c[1:] for c in COND_CASES],
                          ids=[c[0] for c in COND_CASES])
@@ -254,7 +254,7 @@ def test_cond_returns_arrays(mode, true, false, pred, y, want, dtype):
   layer = tl.Cond(_positive(), true(), false())
   inputs = (np.float32(pred), y)
   layer.init(shapes.signature(inputs))
-  out, _ = _modes.run_layer(layer, inputs, mode)
+  out, _ = lt.run_layer(layer, inputs, mode)
   assert isinstance(out, tf.Tensor), type(out)
   assert out.dtype == dtype and tuple(out.shape) == ()
   assert out.numpy().item() == want
@@ -262,14 +262,14 @@ def test_cond_returns_arrays(mode, true, false, pred, y, want, dtype):
   assert isinstance(out, tf.Tensor) and out.dtype == dtype
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_cond_several_outputs_are_arrays(mode):
   def pair():
     return tl.Fn('pair', lambda y: (1, 2.5), n_out=2)
   layer = tl.Cond(_positive(), pair(), pair())
   inputs = (np.float32(1.), np.float32(0.))
   layer.init(shapes.signature(inputs))
-  (a, b), _ = _modes.run_layer(layer, inputs, mode)
+  (a, b), _ = lt.run_layer(layer, inputs, mode)
   assert isinstance(a, tf.Tensor) and isinstance(b, tf.Tensor)
   assert (a.dtype, b.dtype) == (tf.int32, tf.float32)
   assert (int(a), float(b)) == (1, 2.5)

@@ -16,7 +16,7 @@ Trax would broadcast.
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tfnp_trax import layers as tl
 from tfnp_trax.fastmath import numpy as jnp
 
@@ -215,7 +215,7 @@ _BY_ID = {c[0]: c for c in _CASES}
 
 def _run(layer, inputs, mode):
   inputs = tuple(jnp.asarray(x) for x in inputs)
-  fn = _modes.compile_fn(lambda *xs: layer(xs), mode)
+  fn = lt.compile_fn(lambda *xs: layer(xs), mode)
   return np.asarray(fn(*inputs))
 
 
@@ -394,7 +394,7 @@ def test_zero_weight_items_do_not_count():
                                rtol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_all_zero_weights_give_zero_not_nan(mode):
   # A deliberate difference: Trax divides 0 by 0 here and returns NaN.
   logits, targets, weights = _category_batch(11)

@@ -13,11 +13,12 @@ import os
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 
 from absl import flags
 import numpy as onp
 
-__all__ = ['main', 'build']
+__all__ = ['main', 'build', 'TaskDefaults']
 
 FLAGS = flags.FlagValues()
 flags.DEFINE_enum('model', 'transformer_lm',
@@ -64,11 +65,21 @@ flags.DEFINE_integer('sample_length', 127, 'Bytes to sample at the end '
                      '(pylm); the model holds max(seq_len, sample_length + 1) '
                      'positions.', flag_values=FLAGS)
 
-# Per-task defaults: (steps, batch_size, learning_rate, eval_every).
+class TaskDefaults(NamedTuple):
+  """What `tfnp-trax train` uses for a task unless a flag overrides it."""
+  steps: int
+  batch_size: int
+  learning_rate: float
+  eval_every: int
+
+
 _DEFAULTS = {
-    'pylm': (2000, 32, 2e-3, 250),
-    'digits': (600, 64, 1e-3, 100),
-    'copy': (1500, 32, 1e-3, 250),
+    'pylm': TaskDefaults(steps=2000, batch_size=32, learning_rate=2e-3,
+                         eval_every=250),
+    'digits': TaskDefaults(steps=600, batch_size=64, learning_rate=1e-3,
+                           eval_every=100),
+    'copy': TaskDefaults(steps=1500, batch_size=32, learning_rate=1e-3,
+                         eval_every=250),
 }
 
 
@@ -123,7 +134,6 @@ def build(model_name, task, vocab, mode='train'):
 
 def _gin_run(argv):
   """`--config_file`/`--config`: the gin-configured trainer, as Trax's."""
-  from tfnp_trax import gin_config  # pylint: disable=g-import-not-at-top
   from tfnp_trax import trainer  # pylint: disable=g-import-not-at-top
   # The other training flags would be silently ignored; say so instead.
   ignored = sorted(name for name in FLAGS if FLAGS[name].present and name
@@ -134,19 +144,20 @@ def _gin_run(argv):
           f'write them as bindings (e.g. --config "train.steps = 100").',
           file=sys.stderr)
     return 2
-  try:
-    trainer.train_from_configs(FLAGS.config_file or [], FLAGS.config or [],
-                               FLAGS.output_dir)
-  except gin_config.GinConfigError as e:
-    print(f'{argv[0]}: {e}', file=sys.stderr)
-    return 2
-  return 0
+  return trainer.run_configs(argv[0], FLAGS.config_file or [],
+                             FLAGS.config or [], FLAGS.output_dir)
 
 
 def main(argv):
   """Runs the train command; returns the process exit code."""
   FLAGS.unparse_flags()  # A second call in one process starts afresh.
-  FLAGS(argv)
+  try:
+    FLAGS(argv)
+  except flags.Error as e:
+    # An unknown flag or a bad value is a usage error, not a crash.
+    print(f'{argv[0]}: {e}\nRun `{argv[0]} --help` for the flags.',
+          file=sys.stderr)
+    return 2
   if FLAGS.config_file or FLAGS.config:
     return _gin_run(argv)
   import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top
@@ -155,11 +166,11 @@ def main(argv):
   from tfnp_trax.supervised import lr_schedules  # pylint: disable=g-import-not-at-top
   from tfnp_trax.supervised import training  # pylint: disable=g-import-not-at-top
 
-  steps, batch_size, lr, eval_every = _DEFAULTS[FLAGS.task]
-  steps = FLAGS.steps or steps
-  batch_size = FLAGS.batch_size or batch_size
-  lr = FLAGS.learning_rate or lr
-  eval_every = FLAGS.eval_every or eval_every
+  defaults = _DEFAULTS[FLAGS.task]
+  steps = FLAGS.steps or defaults.steps
+  batch_size = FLAGS.batch_size or defaults.batch_size
+  lr = FLAGS.learning_rate or defaults.learning_rate
+  eval_every = FLAGS.eval_every or defaults.eval_every
   checkpoint_every = FLAGS.checkpoint_every or eval_every
   output_dir = FLAGS.output_dir or os.path.join(
       tempfile.gettempdir(), 'tfnp_trax', f'{FLAGS.task}_{FLAGS.model}')

@@ -23,7 +23,7 @@ from tfnp_trax.data._tf_path import Step
 
 __all__ = ['Serial', 'Parallel', 'Shuffle', 'shuffle', 'Batch', 'batch',
            'UnBatch', 'Prefetch', 'Log', 'Dup', 'CastTo', 'AppendValue',
-           'debug_pipeline']
+           'debug_pipeline', 'check_batch_size']
 
 
 def debug_pipeline(f, debug=False, method='pow', log_prefix=None):
@@ -64,6 +64,13 @@ def Serial(*fns):  # pylint: disable=invalid-name
   chain then runs in Python.
   """
   steps = fastmath.tree_flatten(fns)
+  # Checked here: a non-callable would otherwise fail only once data flows,
+  # far from the line that built the pipeline.
+  for i, f in enumerate(steps):
+    if not callable(f):
+      raise TypeError(f'Serial: step {i} must be a callable stream function '
+                      f'(e.g. data.Batch(8)), got {f!r}. Did you pass an '
+                      f'argument meant for a step to Serial itself?')
 
   def chain(generator):
     for f in steps:
@@ -289,6 +296,21 @@ def _batch_arrays(examples, where, first_index):
   return tuple(out)
 
 
+def check_batch_size(batch_size, where, what='batch_size'):
+  """Raises unless `batch_size` is a positive int (NumPy ints count).
+
+  Raises:
+    TypeError: `batch_size` is not an int (a float would batch nothing).
+    ValueError: it is 0 or negative.
+  """
+  if isinstance(batch_size, bool) or not isinstance(batch_size,
+                                                    (int, np.integer)):
+    raise TypeError(f'{where}: {what} must be a positive int, got '
+                    f'{batch_size!r} ({type(batch_size).__name__}).')
+  if batch_size <= 0:
+    raise ValueError(f'{where}: {what} must be positive, got {batch_size}.')
+
+
 def batch(generator, batch_size):
   """Groups a stream into batches, padding with zeros to the largest shape.
 
@@ -302,8 +324,7 @@ def batch(generator, batch_size):
   Yields:
     Tuples of arrays, each `[batch_size, ...]`.
   """
-  if batch_size <= 0:
-    raise ValueError(f'Batch: batch_size must be positive, got {batch_size}.')
+  check_batch_size(batch_size, 'Batch')
   buf, start = [], 0
   for example in generator:
     buf.append(example)
@@ -315,8 +336,7 @@ def batch(generator, batch_size):
 
 def Batch(batch_size):  # pylint: disable=invalid-name
   """Batches a stream (see `batch`); on a Dataset, `padded_batch`."""
-  if batch_size <= 0:
-    raise ValueError(f'Batch: batch_size must be positive, got {batch_size}.')
+  check_batch_size(batch_size, 'Batch')
 
   def dataset_fn(ds):
     return ds.padded_batch(batch_size, drop_remainder=True)

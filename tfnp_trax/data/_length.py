@@ -13,6 +13,7 @@ import tensorflow as tf
 from tfnp_trax.data import _bucket_blocks
 from tfnp_trax.data import _padding
 from tfnp_trax.data import _tf_path
+from tfnp_trax.data._combinators import check_batch_size
 from tfnp_trax.data._combinators import debug_pipeline
 from tfnp_trax.data._tf_path import Step
 
@@ -290,18 +291,22 @@ def PadToLength(len_map=None, pad_value=0, multiple=False):  # pylint: disable=i
 
 
 def _check_buckets(boundaries, batch_sizes, where):
-  # Trax's own eval buckets (`batcher`) give one batch size per boundary and
-  # none for longer examples; those then fail when they come.
-  if len(batch_sizes) not in (len(boundaries), len(boundaries) + 1):
+  """Accepts len(boundaries) + 1 batch sizes, or len(boundaries).
+
+  With len(boundaries) + 1 the last bucket takes every longer example. With
+  len(boundaries) there is no such bucket and a longer example raises when
+  it comes: Trax's own eval buckets (`batcher`, `_buckets_for_length`) are
+  built this way, so the form is kept.
+  """
+  n = len(boundaries)
+  if len(batch_sizes) not in (n, n + 1):
     raise ValueError(
-        f'{where}: {len(boundaries)} boundaries {list(boundaries)} make '
-        f'{len(boundaries) + 1} buckets, but {len(batch_sizes)} batch sizes '
-        f'{list(batch_sizes)} were given; give one batch size per bucket '
-        f'(len(boundaries) + 1, the last for longer examples).')
-  bad = [b for b in batch_sizes if b <= 0]
-  if bad:
-    raise ValueError(f'{where}: batch sizes must be positive, got '
-                     f'{list(batch_sizes)}.')
+        f'{where}: {n} boundaries {list(boundaries)} need {n + 1} batch '
+        f'sizes (one per bucket, the last for longer examples) or {n} (no '
+        f'bucket for longer examples; they raise), but {len(batch_sizes)} '
+        f'batch sizes {list(batch_sizes)} were given.')
+  for i, b in enumerate(batch_sizes):
+    check_batch_size(b, where, f'batch_sizes[{i}]')
 
 
 def _too_long(length, boundaries, batch_sizes):
@@ -326,11 +331,18 @@ def bucket_by_length(generator, length_fn, boundaries, batch_sizes,  # pylint: d
     generator: an iterator of example tuples.
     length_fn: example -> length.
     boundaries: the buckets' upper bounds (inclusive).
-    batch_sizes: one batch size per bucket: `len(boundaries) + 1`.
+    batch_sizes: one positive int per bucket: `len(boundaries) + 1`, the
+      last for examples longer than every boundary; or `len(boundaries)`,
+      as Trax's eval buckets give, so that a longer example raises.
     strict_pad_on_len: see `pad_to_max_dims`.
 
   Yields:
     Padded batches, in the order their buckets fill.
+
+  Raises:
+    ValueError: other numbers of batch sizes, a batch size that is not
+      positive (TypeError if not an int), or a too-long example when there
+      is no bucket for it.
   """
   _check_buckets(boundaries, batch_sizes, 'BucketByLength')
   bounds = list(boundaries) + [math.inf]
@@ -420,7 +432,9 @@ def BucketByLength(boundaries, batch_sizes,  # pylint: disable=invalid-name
 
   On a Dataset of scalar and vector values this runs on blocks of examples
   (see `_bucket_blocks`); other Datasets use `group_by_window`. Both give
-  the same batches in the same order as the Python path.
+  the same batches in the same order as the Python path. `batch_sizes` has
+  `len(boundaries) + 1` entries, or `len(boundaries)` for no bucket beyond
+  the last boundary (see `bucket_by_length`); checked when built.
   """
   _check_buckets(boundaries, batch_sizes, 'BucketByLength')
   length_keys = length_keys or [0, 1]

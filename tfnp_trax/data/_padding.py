@@ -65,7 +65,7 @@ def pad_to_max_dims(tensors, boundary=None, strict_pad_on_len=False):
     >>> pad_to_max_dims([np.ones((2, 10)), np.ones((3, 9))]).shape
     (2, 3, 10)
     >>> pad_to_max_dims([np.ones((8, 10)), np.ones((8, 9))], 12).shape
-    (2, 8, 12)
+    (2, 12, 12)
 
   Args:
     tensors: a list or tuple of arrays of one rank.

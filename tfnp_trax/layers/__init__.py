@@ -178,6 +178,13 @@ from tfnp_trax.layers.research.efficient_attention import look_adjacent
 from tfnp_trax.layers.research.efficient_attention import mask_self_attention
 from tfnp_trax.layers.research.efficient_attention import permute_via_gather
 from tfnp_trax.layers.research.efficient_attention import permute_via_sort
+from tfnp_trax.layers.research.position_encodings import AxialPositionalEncoding
+from tfnp_trax.layers.research.position_encodings import FixedBasePositionalEncoding
+from tfnp_trax.layers.research.position_encodings import InfinitePositionalEncoding
+from tfnp_trax.layers.research.position_encodings import SinCosPositionalEncoding
+from tfnp_trax.layers.research.position_encodings import TimeBinPositionalEncoding
+from tfnp_trax.layers.research.position_encodings import threefry_2x32_prange
+from tfnp_trax.layers.research.position_encodings import threefry_2x32_prf
 from tfnp_trax.layers.weight_files import N_WEIGHTS_SHARDS
 from tfnp_trax.layers.weight_files import flatten_weights_and_state
 from tfnp_trax.layers.weight_files import np_from_file
@@ -239,6 +246,9 @@ __all__ = [
     'EfficientAttentionBase', 'EncDecAttention', 'LSHFF', 'LSHSelfAttention',
     'MixedLSHSelfAttention', 'PureLSHSelfAttention',
     'PureLSHSelfAttentionWrapper', 'SelfAttention',
+    'AxialPositionalEncoding', 'FixedBasePositionalEncoding',
+    'InfinitePositionalEncoding', 'SinCosPositionalEncoding',
+    'TimeBinPositionalEncoding', 'threefry_2x32_prange', 'threefry_2x32_prf',
     'apply_broadcasted_dropout', 'attend', 'hash_vecs', 'length_normalized',
     'look_adjacent', 'mask_self_attention', 'permute_via_gather',
     'permute_via_sort',

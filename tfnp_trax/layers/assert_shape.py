@@ -196,7 +196,10 @@ def AssertFunction(specification, layer, message=None):  # pylint: disable=inval
 
   Args:
     specification: 'inputs->outputs', e.g. 'bl,bld->bld'.
-    layer: the layer to check.
+    layer: the layer to check, or (as in Trax) a list of layers, which is
+      spliced into the Serial: `AssertFunction(spec, [a, b])` is
+      `Serial(input check, a, b, output check)`, and its weights are
+      `((), weights of a, weights of b, ())`.
     message: text appended to errors; by default where this was called.
 
   Returns:
@@ -204,9 +207,14 @@ def AssertFunction(specification, layer, message=None):  # pylint: disable=inval
   """
   before_spec, after_spec = _split_arrow(specification)
   message = _caller(1) if message is None else message
-  checker = _Checker(specification, f' (around layer {layer.name})', message)
+  name = 'Serial' if isinstance(layer, (list, tuple)) else layer.name
+  checker = _Checker(specification, f' (around layer {name})', message)
   before = _assert_layer(before_spec, specification, checker, None, 'input')
   after = _assert_layer(after_spec, specification, checker, before, 'output')
+  if isinstance(layer, (list, tuple)):
+    # Several layers: a plain Serial, which runs (and splits the rng over)
+    # the checks as layers, as Trax's does.
+    return combinators.Serial(before, layer, after)
   return _Checked(before, layer, after)
 
 

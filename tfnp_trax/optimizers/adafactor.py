@@ -1,9 +1,40 @@
 """Adafactor: Adam-like steps with factored second moments for matrices."""
 
+from typing import Any, NamedTuple
+
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import base
 
-__all__ = ['Adafactor', 'decay_rate_pow', 'adafactor_direction']
+__all__ = ['Adafactor', 'AdafactorFactoredSlots', 'AdafactorUnfactoredSlots',
+           'decay_rate_pow', 'adafactor_direction']
+
+
+class AdafactorFactoredSlots(NamedTuple):
+  """Slots of a weight of rank >= 2 with `factored=True`.
+
+  Flattens to Trax's list `[v_row, v_col(, m)]`, so slots read from a Trax
+  checkpoint map leaf by leaf. `momentum` is `()` (no leaf) unless
+  `do_momentum`.
+  """
+  v_row: Any
+  v_col: Any
+  momentum: Any = ()
+
+
+class AdafactorUnfactoredSlots(NamedTuple):
+  """Slots of an unfactored weight: Trax's `[v(, m)]`; see above."""
+  v: Any
+  momentum: Any = ()
+
+
+def _named_slots(slots, factored):
+  """`slots` as the NamedTuple for its layout; Trax's plain lists pass too."""
+  if isinstance(slots, (AdafactorFactoredSlots, AdafactorUnfactoredSlots)):
+    return slots
+  slots = list(slots)  # E.g. Trax's `[v_row, v_col, m]` from a checkpoint.
+  cls = AdafactorFactoredSlots if factored else AdafactorUnfactoredSlots
+  n_moments = 2 if factored else 1
+  return cls(*slots[:n_moments], *(slots[n_moments:] or [()]))
 
 
 def decay_rate_pow(step, exponent=0.8):
@@ -75,16 +106,19 @@ class Adafactor(base.Optimizer):
   where `wd = weight_decay_rate`, fading linearly to 0 over
   `weight_decay_n_steps` steps when that is at least 1.
 
-  Slots per weight: the list `[v_row, v_col]` or `[v]`, with the momentum
-  `m` appended when `do_momentum` (Trax's layout).
+  Slots per weight: `AdafactorFactoredSlots(v_row, v_col, momentum)` or
+  `AdafactorUnfactoredSlots(v, momentum)`, with `momentum=()` unless
+  `do_momentum`. Both flatten to Trax's list `[v_row, v_col(, m)]` / `[v(, m)]`, in
+  Trax's order, so Trax checkpoints' slots still map; `update` also takes
+  those plain lists.
 
   Example:
 
   >>> from tfnp_trax.fastmath import numpy as jnp
   >>> opt = Adafactor(learning_rate=0.1, multiply_by_parameter_scale=False)
-  >>> w = jnp.zeros((2, 3), jnp.float32)
-  >>> [s.shape for s in opt.init(w)]
-  [TensorShape([2]), TensorShape([3])]
+  >>> slots = opt.init(jnp.zeros((2, 3), jnp.float32))
+  >>> slots.v_row.shape, slots.v_col.shape, slots.momentum
+  (TensorShape([2]), TensorShape([3]), ())
   """
 
   def __init__(self, learning_rate=0.05, factored=True,
@@ -128,23 +162,27 @@ class Adafactor(base.Optimizer):
 
   def init(self, weights):
     shape = tuple(weights.shape)
-    if self._is_factored(weights):
-      slots = [jnp.zeros(shape[:-1], jnp.float32),
-               jnp.zeros(shape[:-2] + shape[-1:], jnp.float32)]
-    else:
-      slots = [jnp.zeros_like(weights)]
+    momentum = ()
     if self._do_momentum:
-      m = jnp.zeros_like(weights)
-      slots.append(m.astype('bfloat16') if self._momentum_in_bfloat16 else m)
-    return slots
+      momentum = jnp.zeros_like(weights)
+      if self._momentum_in_bfloat16:
+        momentum = momentum.astype('bfloat16')
+    if self._is_factored(weights):
+      return AdafactorFactoredSlots(
+          v_row=jnp.zeros(shape[:-1], jnp.float32),
+          v_col=jnp.zeros(shape[:-2] + shape[-1:], jnp.float32),
+          momentum=momentum)
+    return AdafactorUnfactoredSlots(v=jnp.zeros_like(weights),
+                                    momentum=momentum)
 
   def update(self, step, grads, weights, slots, opt_params):
     p = opt_params
     step = jnp.asarray(step, jnp.float32)
     factored = self._is_factored(weights)
-    n_moments = 2 if factored else 1
-    y, new_slots = adafactor_direction(
-        grads, slots[:n_moments], decay_rate_pow(step, p['decay_rate']),
+    slots = _named_slots(slots, factored)
+    moments = [slots.v_row, slots.v_col] if factored else [slots.v]
+    y, new_moments = adafactor_direction(
+        grads, moments, decay_rate_pow(step, p['decay_rate']),
         p['epsilon1'], factored)
     # Clipping and parameter scale are scalars: fold them before touching y.
     update_scale = p['learning_rate']
@@ -155,15 +193,17 @@ class Adafactor(base.Optimizer):
       update_scale = update_scale * jnp.maximum(
           _rms(weights), p['epsilon2'])  # Relative step size.
     subtrahend = update_scale * y
+    new_momentum = ()
     if self._do_momentum:
-      m = slots[-1]
+      m = slots.momentum
       new_m = p['beta1'] * m.astype(subtrahend.dtype) + (
           1.0 - p['beta1']) * subtrahend  # Momentum over scaled updates.
       subtrahend = new_m
-      new_slots.append(new_m.astype(m.dtype))
+      new_momentum = new_m.astype(m.dtype)
     # Trax stores the default n_steps (0) as int32; compute in float32.
     decay = _faded_weight_decay(
         step, p['weight_decay_rate'],
         jnp.asarray(p['weight_decay_n_steps'], jnp.float32))
     new_weights = (1.0 - decay) * weights - subtrahend
-    return new_weights.astype(weights.dtype), new_slots
+    return new_weights.astype(weights.dtype), type(slots)(*new_moments,
+                                                          new_momentum)

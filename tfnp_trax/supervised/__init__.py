@@ -2,7 +2,7 @@
 
 # The names `trax.supervised` binds. Trax's `Trainer` belongs to its older
 # trainer_lib API, which tfnp_trax does not have; `trainer_lib` and `train`
-# are bound lazily (below), so `import tfnp_trax` does not import gin.
+# import lazily (below), so `import tfnp_trax` does not import gin.
 from tfnp_trax.supervised import callbacks
 from tfnp_trax.supervised import decoding
 from tfnp_trax.supervised import lr_schedules
@@ -12,10 +12,12 @@ from tfnp_trax.supervised.training import EvalTask
 from tfnp_trax.supervised.training import TrainTask
 
 __all__ = ['callbacks', 'decoding', 'lr_schedules', 'reversible_trainer',
-           'training', 'EvalTask', 'TrainTask', 'trainer_lib', 'train']
+           'training', 'EvalTask', 'TrainTask']
 
 
 def __getattr__(name):
+  # Trax binds `trainer_lib` and its `train` here; resolving them on first
+  # use keeps gin out of `import tfnp_trax`.
   if name in ('trainer_lib', 'train'):
     import importlib  # pylint: disable=g-import-not-at-top
     module = importlib.import_module('tfnp_trax.supervised.trainer_lib')

@@ -101,14 +101,9 @@ def _make_step(model, batch_size, n_beams, eos_id, alpha, accelerate,
 
 def _prompt(model, inputs, batch_size, start_id):
   """`(tokens fed first [batch, T], source for two-input models or None)`."""
+  _decode_utils.check_model(model, 'beam_search', batch_size)
   if inputs is not None:
-    inputs = np.asarray(inputs)
-    if inputs.ndim != 2 or inputs.shape[0] != batch_size:
-      raise ValueError(
-          f'beam_search: inputs must have shape (batch_size={batch_size}, '
-          f'length), got shape {inputs.shape}. Pass '
-          f'batch_size=inputs.shape[0].')
-    inputs = inputs.astype(np.int32)
+    inputs = _decode_utils.check_inputs(inputs, batch_size, 'beam_search')
   if np.isscalar(start_id):
     start = np.full((batch_size, 1), start_id, dtype=np.int32)
   else:
@@ -186,8 +181,10 @@ def beam_search(model, inputs=None, batch_size=1, n_beams=2, start_id=0,
     (batch_size,) holding each beam's length-normalized log-probability.
 
   Raises:
-    ValueError: on a batch-size mismatch, n_beams above the vocabulary size,
-      or max_length beyond the positions the model has left.
+    ValueError: on an uninitialized or non-'predict' model, a batch-size
+      mismatch, n_beams above the vocabulary size, or max_length beyond the
+      positions the model has left.
+    TypeError: when `inputs` are not integer token ids.
   """
   prompt, source = _prompt(model, inputs, batch_size, start_id)
   _check_args(model, n_beams, max_length, prompt.shape[1])

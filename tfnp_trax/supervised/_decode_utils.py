@@ -2,10 +2,13 @@
 
 from typing import NamedTuple
 
+import numpy as np
+
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 
-__all__ = ['LengthBound', 'structure', 'length_limit']
+__all__ = ['LengthBound', 'structure', 'length_limit', 'check_model',
+           'check_inputs']
 
 
 class LengthBound(NamedTuple):
@@ -35,6 +38,58 @@ def _walk(layer):
   yield layer
   for sub in layer.sublayers:
     yield from _walk(sub)
+
+
+def check_model(model, fn_name, batch_size, eval_mode=False):
+  """Raises a clear error for a model the sampler cannot decode with.
+
+  Trax's samplers take an initialized model built with mode='predict': it
+  keeps a cache of the prefix in its state, so each step feeds one token.
+  A model whose mode-aware layers (positional encodings, causal attention)
+  are all in another mode has no cache; it fails deep inside otherwise.
+  Models without such layers (e.g. a plain `Fn`) are accepted as they are.
+
+  Args:
+    model: the layer to decode with.
+    fn_name: the sampler's name, for messages.
+    batch_size: the batch size the sampler was asked for (shown in the fix).
+    eval_mode: the sampler recomputes the prefix, so any mode is fine.
+  """
+  modes = {layer.mode for layer in _walk(model)
+           if isinstance(getattr(type(layer), 'mode', None), property)}
+  # Checked before init: initializing would not fix the wrong mode.
+  if not eval_mode and modes and 'predict' not in modes:
+    raise ValueError(
+        f"{fn_name}: expected a model built with mode='predict' (it keeps a "
+        f"decoding cache in its state), but {model.name}'s layers are in "
+        f"mode {sorted(modes)}. Build it again with mode='predict' and copy "
+        f"the weights over, or pass eval_mode=True to recompute the prefix "
+        f"at every step.")
+  # Weightless pure layers (e.g. an `Fn`) run without init, as in Trax.
+  needs_init = any(not layer.sublayers and not isinstance(layer, tl.PureLayer)
+                   for layer in _walk(model))
+  if not model.initialized and needs_init:
+    raise ValueError(
+        f'{fn_name}: model {model.name} is not initialized; call '
+        f'model.init(shapes.ShapeDtype(({batch_size}, 1), jnp.int32)) (and '
+        f'set trained weights) first.')
+
+
+def check_inputs(inputs, batch_size, fn_name):
+  """`inputs` as an int32 (batch_size, length) array, or a clear error."""
+  inputs = np.asarray(inputs)
+  if inputs.ndim != 2 or inputs.shape[0] != batch_size:
+    raise ValueError(
+        f'{fn_name}: inputs must have shape (batch_size={batch_size}, '
+        f'length), got shape {inputs.shape}. Pass '
+        f'batch_size=inputs.shape[0].')
+  # A cast would silently truncate float ids (e.g. 2.7 -> 2).
+  if inputs.dtype.kind not in 'iu':
+    raise TypeError(
+        f'{fn_name}: inputs must be integer token ids, got dtype '
+        f'{inputs.dtype}. Tokenize the text first, or cast ids with '
+        f'.astype(np.int32).')
+  return inputs.astype(np.int32)
 
 
 def _int_or_none(x):

@@ -11,6 +11,22 @@ def _as_tuple(batch):
   return tuple(batch) if isinstance(batch, (list, tuple)) else (batch,)
 
 
+def _check_not_empty(batch, name):
+  """Refuses a batch with a leaf of leading size 0.
+
+  Loop would train on it without a word and log a loss of 0.0. Reads only
+  static shapes: distributed values (no single shape) pass unchecked.
+  """
+  shapes = [getattr(x, 'shape', None) for x in batch]
+  if any(s is not None and len(s) and s[0] == 0 for s in shapes):
+    shown = [None if s is None else tuple(s) for s in shapes]
+    raise ValueError(f'Loop: {name} gave an empty batch (leading size 0; '
+                     f'shapes {shown}); each batch needs at least one '
+                     f'example. Check the batch size and any filtering of '
+                     f'the stream.')
+  return batch
+
+
 class InputStream:
   """Yields training batches and counts them, so a resumed run can skip.
 
@@ -19,10 +35,14 @@ class InputStream:
       Python iterable/iterator of NumPy tuples.
     strategy: batches of a Dataset are distributed through it.
     position: how many batches an earlier run already consumed.
+    name: what the stream is, for error messages (e.g. 'the training data
+      of task 0').
   """
 
-  def __init__(self, labeled_data, strategy, position=0):
+  def __init__(self, labeled_data, strategy, position=0,
+               name='the training data'):
     self.position = position
+    self._name = name
     self._strategy = strategy
     self._data = labeled_data
     self._pushed = []
@@ -49,7 +69,7 @@ class InputStream:
       raise ValueError(f'InputStream: cannot move back from batch '
                        f'{self.position} to {position}.')
     if self.is_dataset:
-      self.__init__(self._data, self._strategy, position)
+      self.__init__(self._data, self._strategy, position, self._name)
       return
     while self.position < position:
       next(self)
@@ -66,4 +86,5 @@ class InputStream:
   def __next__(self):
     batch = self._pushed.pop(0) if self._pushed else next(self._it)
     self.position += 1
-    return _as_tuple(batch) if not self.is_dataset else tuple(batch)
+    batch = _as_tuple(batch) if not self.is_dataset else tuple(batch)
+    return _check_not_empty(batch, self._name)

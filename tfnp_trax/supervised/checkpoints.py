@@ -201,7 +201,12 @@ class CheckpointManager:
 
   def _verify(self, path):
     with open(os.path.join(path, _MANIFEST)) as f:
-      manifest = json.load(f)
+      try:
+        manifest = json.load(f)
+      except ValueError as e:  # JSONDecodeError, or bytes that are not text.
+        # An IOError, so restore_latest falls back to an older checkpoint.
+        raise IOError(f'manifest {path}/{_MANIFEST} is corrupt or truncated '
+                      f'({e})') from e
     for fname, digest in manifest['sha256'].items():
       fpath = os.path.join(path, fname)
       if not os.path.exists(fpath):

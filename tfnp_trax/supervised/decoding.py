@@ -114,17 +114,16 @@ def autoregressive_sample_stream(model, inputs=None, batch_size=1,
     int32 NumPy arrays of shape (batch_size,).
 
   Raises:
-    ValueError: on a batch-size mismatch, or when decoding would exceed the
+    ValueError: on an uninitialized or non-'predict' model (without
+      eval_mode), a batch-size mismatch, or when decoding would exceed the
       model's max_len / max_inference_length.
+    TypeError: when `inputs` are not integer token ids.
   """
+  _decode_utils.check_model(model, 'autoregressive_sample', batch_size,
+                            eval_mode)
   if inputs is not None:
-    inputs = np.asarray(inputs)
-    if inputs.ndim != 2 or inputs.shape[0] != batch_size:
-      raise ValueError(
-          f'autoregressive_sample: inputs must have shape (batch_size='
-          f'{batch_size}, length), got shape {inputs.shape}. Pass '
-          f'batch_size=inputs.shape[0].')
-    inputs = inputs.astype(np.int32)
+    inputs = _decode_utils.check_inputs(inputs, batch_size,
+                                        'autoregressive_sample')
   if temperature < 0:
     raise ValueError(f'autoregressive_sample: temperature must be >= 0, got '
                      f'{temperature}.')

@@ -123,11 +123,22 @@ class ReversibleSerialTrainer:
   """Runs one optimizer per layer over standard and reversible blocks.
 
   Example:
-    >>> blocks, loss_layer = extract_reversible_blocks([model, loss])
+    >>> import numpy as np
+    >>> from tfnp_trax import optimizers, shapes
+    >>> batch = (np.ones((4, 6), np.float32), np.array([0, 1, 0, 1]),
+    ...          np.ones(4, np.float32))
+    >>> model = tl.Serial(tl.Dense(6), tl.Dup(), tl.ReversibleSerial(
+    ...     tl.ReversibleHalfResidual(tl.Dense(6)), tl.ReversibleSwap()),
+    ...     tl.Concatenate(), tl.Dense(2))
+    >>> blocks, loss_layer = extract_reversible_blocks(
+    ...     [model, tl.CrossEntropyLoss()])
     >>> init_reversible_blocks(blocks, loss_layer, shapes.signature(batch),
     ...                        fastmath.random.get_prng(0))
     >>> trainer = ReversibleSerialTrainer(blocks, loss_layer, optimizers.Adam)
-    >>> loss, stats = trainer.one_step(batch, rng, step=0)
+    >>> loss, stats = trainer.one_step(batch, fastmath.random.get_prng(1),
+    ...                                step=0)
+    >>> float(loss) > 0
+    True
   """
 
   def __init__(self, blocks, loss_layer, optimizer_fn, n_devices=None,

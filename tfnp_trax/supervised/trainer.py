@@ -36,9 +36,19 @@ class Trainer:
   """Trains `model_with_loss` (which outputs a scalar loss) on a strategy.
 
   Example:
-    >>> trainer = Trainer(tl.Serial(model, tl.CrossEntropyLoss()),
-    ...                   optimizers.Adam(0.001))
-    >>> loss, stats = trainer.one_step((x, y, w), rng, step=0)
+    >>> import numpy as np
+    >>> from tfnp_trax import optimizers, shapes
+    >>> import tfnp_trax.layers as tl
+    >>> x = np.ones((4, 3), np.float32)
+    >>> y, w = np.array([0, 1, 0, 1]), np.ones(4, np.float32)
+    >>> model_with_loss = tl.Serial(tl.Dense(2), tl.LogSoftmax(),
+    ...                             tl.CrossEntropyLoss())
+    >>> _ = model_with_loss.init(shapes.signature((x, y, w)))
+    >>> trainer = Trainer(model_with_loss, optimizers.Adam(0.001))
+    >>> loss, stats = trainer.one_step((x, y, w), fastmath.random.get_prng(0),
+    ...                                step=0)
+    >>> float(loss) > 0
+    True
   """
 
   def __init__(self, model_with_loss, optimizer, strategy=None,
@@ -163,9 +173,16 @@ class Trainer:
     """Splits a host batch along axis 0 across the local replicas."""
     strategy = self._strategy
     n = strategy.num_replicas_in_sync
+    leaves = fastmath.tree_flatten(batch)
+    # A batch of 0 examples would train silently with a loss of 0.0.
+    if any(len(getattr(x, 'shape', ())) and x.shape[0] == 0 for x in leaves):
+      shapes = [tuple(getattr(x, 'shape', ())) for x in leaves]
+      raise ValueError(f'Trainer: got an empty batch (leading size 0; leaf '
+                       f'shapes {shapes}); every batch needs at least one '
+                       f'example.')
     if n == 1:
       return fastmath.nested_map(tf.convert_to_tensor, batch)
-    for x in fastmath.tree_flatten(batch):
+    for x in leaves:
       if x.shape[0] % n:
         raise ValueError(f'Trainer: batch size {x.shape[0]} does not divide '
                          f'by the {n} replicas; use a multiple of {n}.')
@@ -188,6 +205,10 @@ class Trainer:
       learning_rate: optional learning rate for this step.
       opt_params: optional dict of further hyperparameter values.
     """
+    # Checked eagerly: inside the tf.function a too-large int64 key would
+    # wrap silently when cast to int32. This reads no device value for an
+    # int32 key, so the step stays free of host round trips.
+    rng = fastmath.random.check_key(rng, 'Trainer.one_step')
     params = dict(self._default_opt_params)
     if opt_params:
       params.update(opt_params)
@@ -198,6 +219,6 @@ class Trainer:
         isinstance(batch, tuple) and batch and isinstance(
             batch[0], tf.distribute.DistributedValues)):
       batch = self.distribute_batch(batch)
-    loss, stats = self._step_fn(batch, tf.convert_to_tensor(rng, tf.int32),
+    loss, stats = self._step_fn(batch, rng,
                                 tf.constant(step, tf.int32), params)
     return loss, stats

@@ -65,10 +65,21 @@ class Loop:
   are logged (as their mean since the last log) at eval steps.
 
   Example:
-    >>> loop = Loop(model, TrainTask(data, tl.CrossEntropyLoss(), opt),
-    ...             eval_tasks=[EvalTask(eval_data, [tl.Accuracy()])],
-    ...             output_dir='/tmp/run')
-    >>> loop.run(1000)
+    >>> import contextlib, io, itertools
+    >>> import numpy as np
+    >>> from tfnp_trax import optimizers
+    >>> import tfnp_trax.layers as tl
+    >>> batch = (np.ones((4, 3), np.float32), np.array([0, 1, 0, 1]),
+    ...          np.ones(4, np.float32))
+    >>> data = itertools.repeat(batch)
+    >>> loop = Loop(tl.Serial(tl.Dense(2), tl.LogSoftmax()),
+    ...             TrainTask(data, tl.CrossEntropyLoss(),
+    ...                       optimizers.Adam(0.01)),
+    ...             eval_tasks=[EvalTask(data, [tl.Accuracy()])])
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # progress lines
+    ...   loop.run(2)
+    >>> loop.step
+    2
 
   Preemption: while `run` is active, SIGTERM or SIGINT (in the main thread)
   lets the current step finish, writes a checkpoint, flushes the summaries

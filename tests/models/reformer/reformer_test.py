@@ -53,16 +53,13 @@ BUILDERS = {
     'reformer_shorten_lm': lambda: reformer.ReformerShortenLM(
         11, shorten_factor=2, d_embedding=4, n_layers=1, mode='eval',
         attention_type=ea.SelfAttention, **TINY),
+    'reformer_lm_fixed_base': lambda: reformer.ReformerLM(
+        11, n_layers=1, mode='eval', attention_type=ea.SelfAttention,
+        pos_type='fixed-base', **TINY),
     'reformer': lambda: reformer.Reformer(
         11, d_model=8, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
         n_heads=2, dropout=0.0, max_len=16, mode='eval'),
 }
-
-# Trax's AssertFunction splices a list of layers into its Serial; ours
-# wraps the embedding list of EmbeddingAndPositionalEncodings in a Serial,
-# one level deeper. Leaf order and all numbers are the same.
-_NESTED_EMBEDDING = ('reformer',)
-
 
 @pytest.mark.parametrize('name', sorted(BUILDERS))
 def test_structure_matches_trax(name):
@@ -72,8 +69,7 @@ def test_structure_matches_trax(name):
              rng=fastmath.random.get_prng(0))
   assert (model.n_in, model.n_out) == (want['n_in'], want['n_out'])
   assert _recorded.weight_shapes(model) == want['weight_shapes']
-  if name not in _NESTED_EMBEDDING:
-    assert str(model) == want['repr']
+  assert str(model) == want['repr']
 
 
 @pytest.mark.parametrize('name', [n for n in sorted(BUILDERS)
@@ -217,19 +213,21 @@ def test_copy_task_with_lsh_attention_learns():
      r"ReformerLM: ff_sparsity=4 needs tl\.SparseFF \(ff_sparsity_type="
      r"'1inN'\) from Trax's research layers, which tfnp_trax does not "
      r'provide yet'),
-    (lambda: reformer.ReformerLM(11, pos_type='fixed-base'),
-     r"ReformerLM: pos_type='fixed-base' needs "
-     r'tl\.FixedBasePositionalEncoding'),
     (lambda: reformer.ReformerLM(11, loss_sparsity=4),
      r'ReformerLM: loss_sparsity=4 needs tl\.FactoredDense'),
     (lambda: reformer.ReformerShortenLM(11, ff_sparsity=2),
      r'ReformerShortenLM: ff_sparsity=2 needs tl\.SparseFF'),
-    (lambda: reformer.Reformer(11, pos_type='infinite'),
-     r"Reformer: pos_type='infinite' needs tl\.InfinitePositionalEncoding"),
 ])
 def test_unavailable_options_name_the_missing_layer(build, pattern):
   with pytest.raises(NotImplementedError, match=pattern):
     build()
+
+
+def test_time_bin_pos_type_fails_as_in_trax():
+  # Trax 1.4.1 builds TimeBinPositionalEncoding without time_bin_length.
+  with pytest.raises(TypeError, match=r"ReformerLM: pos_type='time-bin' "
+                     r'builds tl\.TimeBinPositionalEncoding without'):
+    reformer.ReformerLM(11, pos_type='time-bin')
 
 
 def test_bad_arguments():

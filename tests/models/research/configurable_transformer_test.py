@@ -44,15 +44,23 @@ BUILDERS = {
     'ct_lm_selfattention': lambda: ct.ConfigurableTransformerLM(
         11, n_layers=1, max_len=16, mode='eval',
         attention_type=efficient_attention.SelfAttention, **TINY),
+    'ct_lm_sin_cos': lambda: ct.ConfigurableTransformerLM(
+        11, n_layers=1, max_len=16, mode='eval', pos_type='sin-cos', **TINY),
+    'ct_lm_infinite': lambda: ct.ConfigurableTransformerLM(
+        11, n_layers=1, max_len=16, mode='eval', pos_type='infinite',
+        **TINY),
+    'ct_lm_infinite_affine': lambda: ct.ConfigurableTransformerLM(
+        11, n_layers=1, max_len=16, mode='eval', pos_type='infinite-affine',
+        **TINY),
+    'ct_lm_no_pos': lambda: ct.ConfigurableTransformerLM(
+        11, n_layers=1, max_len=16, mode='eval', pos_type='no', **TINY),
+    'ct_lm_pos_offset': lambda: ct.ConfigurableTransformerLM(
+        11, n_layers=1, max_len=16, mode='train',
+        pos_start_from_zero_prob=0.5, pos_max_offset_to_add=4, **TINY),
+    'ct_encoder_fixed_base': lambda: ct.ConfigurableTransformerEncoder(
+        11, n_classes=3, n_layers=1, max_len=16, mode='eval',
+        pos_type='fixed-base', **TINY),
 }
-
-# Trax's AssertFunction takes a list of layers and splices it into its
-# Serial; ours takes one layer, so the embedding list is wrapped in a Serial
-# and prints (and nests its weights) one level deeper. Leaf order and all
-# numbers are unaffected.
-_NESTED_EMBEDDING = ('ct_encoder_axial', 'ct_transformer',
-                     'ct_transformer_two_vocabs')
-
 
 @pytest.mark.parametrize('name', sorted(BUILDERS))
 def test_structure_matches_trax(name):
@@ -62,8 +70,7 @@ def test_structure_matches_trax(name):
              rng=fastmath.random.get_prng(0))
   assert (model.n_in, model.n_out) == (want['n_in'], want['n_out'])
   assert _recorded.weight_shapes(model) == want['weight_shapes']
-  if name not in _NESTED_EMBEDDING:
-    assert str(model) == want['repr']
+  assert str(model) == want['repr']
 
 
 @pytest.mark.parametrize('name', [n for n in sorted(BUILDERS)
@@ -146,14 +153,6 @@ def test_chunked_feed_forward_equals_unchunked(rng):
      r'loss_sparsity=2 needs tl\.LowRankDense'),
     (dict(loss_sparsity_prob=0.5),
      r'loss_sparsity_prob=0\.5 needs tl\.RandomLayer'),
-    (dict(pos_type='sin-cos'),
-     r"pos_type='sin-cos' needs tl\.SinCosPositionalEncoding"),
-    (dict(pos_type='fixed-base'),
-     r"pos_type='fixed-base' needs tl\.FixedBasePositionalEncoding"),
-    (dict(pos_type='infinite'),
-     r"pos_type='infinite' needs tl\.InfinitePositionalEncoding"),
-    (dict(pos_type='time-bin'),
-     r"pos_type='time-bin' needs tl\.TimeBinPositionalEncoding"),
 ])
 def test_unavailable_options_name_the_missing_layer(kwargs, pattern):
   with pytest.raises(NotImplementedError, match=pattern):
@@ -178,6 +177,11 @@ def test_other_unavailable_options():
   with pytest.raises(ValueError, match=r"pos_type='axial' selects "
                      r'AxialPositionalEncoding, which needs pos_axial_shape'):
     ct.ConfigurableTransformerLM(11, pos_type='axial')
+  # Trax 1.4.1 builds TimeBinPositionalEncoding without its time_bin_length.
+  with pytest.raises(TypeError, match=r"ConfigurableTransformer: "
+                     r"pos_type='time-bin' builds tl\.TimeBinPositional"
+                     r'Encoding without its required time_bin_length'):
+    ct.ConfigurableTransformer(11, pos_type='time-bin')
 
 
 def test_options_that_keep_the_dense_layers_are_accepted():

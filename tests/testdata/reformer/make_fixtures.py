@@ -27,13 +27,21 @@ import warnings
 
 warnings.filterwarnings('ignore')
 
+import jax
+from jax._src import prng as jax_prng
 import numpy as np
 import trax
 from trax import fastmath
 from trax import shapes
 import trax.layers as tl
+from trax.layers.research import position_encodings
 from trax.models.reformer import reformer
 from trax.models.research import configurable_transformer as ct
+
+# JAX 0.4.30 no longer exports jax.random.threefry_2x32, which Trax 1.4.1's
+# InfinitePositionalEncoding ('infinite' pos_type) calls; restore it.
+if not hasattr(jax.random, 'threefry_2x32'):
+  jax.random.threefry_2x32 = jax_prng.threefry_2x32
 
 OUT_DIR = os.path.dirname(os.path.abspath(__file__))
 TINY = dict(d_model=8, d_ff=16, n_heads=2, dropout=0.0)
@@ -93,10 +101,54 @@ def _cases():
           d_attention_key=4, d_attention_value=4, n_layers=1, n_heads=2,
           dropout=0.0, max_len=16, mode='eval',
           attention_type=tl.SelfAttention), (toks8,), True),
+      ('reformer_lm_fixed_base', lambda: reformer.ReformerLM(
+          11, d_model=8, d_ff=16, d_attention_key=4, d_attention_value=4,
+          n_layers=1, n_heads=2, dropout=0.0, max_len=16, mode='eval',
+          attention_type=tl.SelfAttention, pos_type='fixed-base'),
+       (toks8,), True),
+      ('ct_lm_sin_cos', lambda: ct.ConfigurableTransformerLM(
+          11, n_layers=1, max_len=16, mode='eval', pos_type='sin-cos',
+          **TINY), (toks8,), True),
+      ('ct_lm_infinite', lambda: ct.ConfigurableTransformerLM(
+          11, n_layers=1, max_len=16, mode='eval', pos_type='infinite',
+          **TINY), (toks8,), True),
+      ('ct_lm_infinite_affine', lambda: ct.ConfigurableTransformerLM(
+          11, n_layers=1, max_len=16, mode='eval',
+          pos_type='infinite-affine', **TINY), (toks8,), False),
+      ('ct_lm_no_pos', lambda: ct.ConfigurableTransformerLM(
+          11, n_layers=1, max_len=16, mode='eval', pos_type='no', **TINY),
+       (toks8,), True),
+      ('ct_lm_pos_offset', lambda: ct.ConfigurableTransformerLM(
+          11, n_layers=1, max_len=16, mode='train',
+          pos_start_from_zero_prob=0.5, pos_max_offset_to_add=4, **TINY),
+       (toks8,), False),
+      ('ct_encoder_fixed_base', lambda: ct.ConfigurableTransformerEncoder(
+          11, n_classes=3, n_layers=1, max_len=16, mode='eval',
+          pos_type='fixed-base', **TINY), (src,), True),
       ('reformer', lambda: reformer.Reformer(
           11, d_model=8, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
           n_heads=2, dropout=0.0, max_len=16, mode='eval'), pair, True),
   ]
+
+
+def _uncached_get_noise(get_noise):
+  """InfinitePositionalEncoding._get_noise without the cache.
+
+  Trax 1.4.1 caches the noise table on the layer while a trace (init's
+  abstract evaluation, or jit) runs, and the next trace then uses a leaked
+  tracer (UnexpectedTracerError), so a model with pos_type='infinite' fails
+  to init. Dropping the cache first recomputes the same table every time.
+  """
+  def uncached(self, lo, hi, depth):
+    self._noise = None  # pylint: disable=protected-access
+    return get_noise(self, lo, hi, depth)
+  return uncached
+
+
+# The class itself, not gin's wrapper that trax.layers exports.
+position_encodings.InfinitePositionalEncoding._get_noise = (  # pylint: disable=protected-access
+    _uncached_get_noise(
+        position_encodings.InfinitePositionalEncoding._get_noise))  # pylint: disable=protected-access
 
 
 def main():

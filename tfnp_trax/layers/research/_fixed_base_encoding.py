@@ -71,12 +71,13 @@ class FixedBasePositionalEncoding(base.Layer):
           f'{self._n_digits}); use more digits or larger bases.')
     positions = jnp.arange(length, dtype=jnp.int32)[None, :]
     if self._mode == 'train':
-      rng1, rng2, rng3 = fastmath.random.split(self.rng, 3)
-      nonzero = fastmath.random.randint(rng1, (batch,), 0,
+      rngs = fastmath.random.split(self.rng, 3)
+      nonzero = fastmath.random.randint(rngs[0], (batch,), 0,
                                         self._start_from_zero_one_in)
-      start = fastmath.random.randint(rng2, (batch,), 0, max_pos - length)
+      start = fastmath.random.randint(rngs[1], (batch,), 0,
+                                      max_pos - length)
       positions = positions + (start * jnp.minimum(1, nonzero))[:, None]
-      keep = fastmath.random.randint(rng3, (batch,), 0,
+      keep = fastmath.random.randint(rngs[2], (batch,), 0,
                                      self._base_dropout_one_in)
       keep = jnp.minimum(1, keep).astype(jnp.float32)[:, None, None]
     elif self._mode == 'predict':
@@ -108,13 +109,13 @@ class FixedBasePositionalEncoding(base.Layer):
           f'n_digits {self._n_digits} (input shape '
           f'{tuple(input_signature.shape)}).')
     d_digit = d_feature // self._n_digits
-    rng1, rng2 = fastmath.random.split(self.rng, 2)
-    digit_rngs = fastmath.random.split(rng1, self._n_digits)
+    rngs = fastmath.random.split(self.rng, 2)
+    digit_rngs = fastmath.random.split(rngs[0], self._n_digits)
     # One list of keys reused for every base, so all bases start equal.
     base_weights = [[self._initializer((1, d_digit), digit_rngs[i])
                      for i in range(self._n_digits)]
                     for _ in self._bases]
-    start_vec = self._initializer((1, 1, d_feature), rng2)
+    start_vec = self._initializer((1, 1, d_feature), rngs[1])
     self.weights = (base_weights, start_vec)
     if self._mode == 'predict':
       self.state = jnp.zeros((), dtype=jnp.int32)

@@ -34,7 +34,7 @@ class SinCosPositionalEncoding(base.Layer):
     >>> _ = layer.init(shapes.ShapeDtype((1, 3, 4)))
     >>> y = layer(jnp.zeros((1, 3, 4), jnp.float32))
     >>> [round(float(v), 4) for v in y[0, 1]]  # sin 1, sin .01, cos 1, cos .01
-    [0.8415, 0.01, 0.5403, 1.0]
+    [0.8415, 0.01, 0.5403, 0.9999]
 
   Args:
     add_offset: the random start offsets in training are below this.
@@ -79,9 +79,9 @@ class SinCosPositionalEncoding(base.Layer):
       return x + encoding.astype(x.dtype)
     start = 0
     if self._mode == 'train':
-      rng1, rng2 = fastmath.random.split(self.rng, 2)
-      start = fastmath.random.randint(rng1, (), 0, self._add_offset)
-      nonzero = fastmath.random.randint(rng2, (), 0,
+      rngs = fastmath.random.split(self.rng, 2)
+      start = fastmath.random.randint(rngs[0], (), 0, self._add_offset)
+      nonzero = fastmath.random.randint(rngs[1], (), 0,
                                         self._start_from_zero_one_in)
       start = start * jnp.minimum(1, nonzero)
     encoding = self._sincos(start, length, d_feature)

@@ -85,7 +85,8 @@ def ReformerLM(vocab_size, d_model=512, d_ff=2048, d_attention_key=64,
     max_len: longest sequence, for the learned positional encoding.
     attention_type: attention layer constructor, e.g. `SelfAttention` or
       `LSHSelfAttention`; or a list of them, used by the layers in turn.
-    pos_type: None (learned encoding) or e.g. 'axial' (see
+    pos_type: None (learned encoding), 'sin-cos', 'fixed-base',
+      'infinite', 'infinite-affine', 'no', or e.g. 'axial' (see
       `configurable_transformer.PositionalEncoder`).
     pos_axial_shape: the axial grid; its product is the sequence length.
     pos_d_axial_embs: features per axial axis, summing to d_model.
@@ -168,7 +169,7 @@ def ReformerShortenLM(vocab_size, shorten_factor=1, d_embedding=256,
     dropout: dropout rate everywhere.
     max_len: longest sequence, for the learned positional encoding.
     attention_type: attention layer constructor, or a list used in turn.
-    pos_type: None (learned encoding) or e.g. 'axial'.
+    pos_type: as for `ReformerLM`.
     pos_axial_shape: the axial grid; its product is the sequence length.
     pos_d_axial_embs: features per axial axis, summing to d_embedding.
     ff_activation: activation layer constructor of the feed-forward parts.
@@ -264,7 +265,7 @@ def Reformer(input_vocab_size, output_vocab_size=None, d_model=512,
     ff_dropout: dropout after the feed-forward hidden layers; None means
       `dropout`.
     mode: 'train', 'eval' or 'predict'.
-    pos_type: None (learned encoding) or e.g. 'axial'.
+    pos_type: as for `ReformerLM`.
     pos_axial_shape: the axial grid; its product is the sequence length.
     pos_d_axial_embs: features per axial axis, summing to d_model.
     ff_use_sru: n or (n, n_units): SRU layers beside each feed-forward part.

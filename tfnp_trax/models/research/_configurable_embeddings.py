@@ -15,14 +15,22 @@ def PositionalEncoder(mode, dropout=None, max_len=None, pos_type=None,
                       pos_axial_shape=None, pos_d_axial_embs=None,
                       pos_start_from_zero_prob=1.0, pos_max_offset_to_add=0,
                       use_bfloat16=False):
-  """The positional encoding layer that `pos_type` names.
+  """The positional encoding layer that `pos_type` names, as in Trax.
 
-  `pos_type=None` gives the learned `tl.PositionalEncoding`; any other
-  non-empty value not listed below gives `AxialPositionalEncoding` over
-  `pos_axial_shape` with `pos_d_axial_embs` features per axis (Trax calls
-  it 'axial' in its configs, but any name works, as there). Trax's
-  'sin-cos', 'fixed-base', 'infinite', 'infinite-affine' and 'time-bin'
-  need research layers that tfnp_trax does not have yet.
+  * None: the learned `tl.PositionalEncoding` (with `max_len`, `dropout`,
+    `pos_start_from_zero_prob` and `pos_max_offset_to_add`);
+  * 'sin-cos': `tl.SinCosPositionalEncoding(mode=mode)`;
+  * 'fixed-base': `tl.FixedBasePositionalEncoding(mode=mode)`;
+  * 'infinite': `tl.InfinitePositionalEncoding(affine=False)` and
+    'infinite-affine': `tl.InfinitePositionalEncoding()`; as in Trax these
+    get no `mode` (so they run as in training, in every mode);
+  * 'time-bin': raises TypeError, as Trax 1.4.1 does (it builds
+    `tl.TimeBinPositionalEncoding` without its required time_bin_length);
+  * 'no': no positional encoding (an empty Serial);
+  * any other name: `AxialPositionalEncoding` over `pos_axial_shape` with
+    `pos_d_axial_embs` features per axis (Trax's configs call it 'axial').
+
+  The research encodings ignore `dropout`, `max_len` and the offsets.
 
   Args:
     mode: 'train', 'eval' or 'predict'.
@@ -40,7 +48,8 @@ def PositionalEncoder(mode, dropout=None, max_len=None, pos_type=None,
     A layer mapping (..., d) activations to the same shape.
 
   Raises:
-    NotImplementedError: for a pos_type whose layer tfnp_trax lacks.
+    TypeError: for pos_type='time-bin', as in Trax.
+    ValueError: for an axial encoding without its shape and depths.
   """
   options.check_pos_type('PositionalEncoder', pos_type, pos_axial_shape,
                          pos_d_axial_embs)
@@ -49,6 +58,16 @@ def PositionalEncoder(mode, dropout=None, max_len=None, pos_type=None,
         max_len=max_len, dropout=dropout, use_bfloat16=use_bfloat16,
         start_from_zero_prob=pos_start_from_zero_prob,
         max_offset_to_add=pos_max_offset_to_add, mode=mode)
+  if pos_type == 'sin-cos':
+    return position_encodings.SinCosPositionalEncoding(mode=mode)
+  if pos_type == 'fixed-base':
+    return position_encodings.FixedBasePositionalEncoding(mode=mode)
+  if pos_type == 'infinite':
+    return position_encodings.InfinitePositionalEncoding(affine=False)
+  if pos_type == 'infinite-affine':
+    return position_encodings.InfinitePositionalEncoding()
+  if pos_type == 'no':
+    return tl.Serial()
   return position_encodings.AxialPositionalEncoding(
       shape=pos_axial_shape, d_embs=pos_d_axial_embs,
       # One dropout decision per (example, feature), shared over the grid.
@@ -119,6 +138,8 @@ def EmbeddingAndPositionalEncodings(input_vocab_size, d_model, mode,
   out_encoder = Encoder(out_embedder, mode)
   if output_vocab_size is None:
     output_vocab_size = input_vocab_size
-  in_encoder = tl.AssertFunction('...->...d', tl.Serial(in_encoder))
-  out_encoder = tl.AssertFunction('...->...d', tl.Serial(out_encoder))
+  # Vector inputs (no vocabulary) go through a Dense layer: any width.
+  in_spec = '...a->...b' if input_vocab_size is None else '...->...d'
+  in_encoder = tl.AssertFunction(in_spec, in_encoder)
+  out_encoder = tl.AssertFunction('...->...d', out_encoder)
   return in_encoder, out_encoder, output_vocab_size

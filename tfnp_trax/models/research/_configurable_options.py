@@ -1,10 +1,11 @@
-"""Options of the configurable models that need layers tfnp_trax lacks.
+"""Checks of the configurable models' options, made before building.
 
 Trax's configurable Transformer and Reformer reach into its research layers
-for sparse feed-forward blocks, sparse output layers and several positional
-encodings. tfnp_trax does not have those layers yet, so these checks turn
-such an option into an error that names the argument, its value and the
-missing layer, instead of a model that silently differs from Trax's.
+for sparse feed-forward blocks and sparse output layers. tfnp_trax does not
+have those layers yet, so these checks turn such an option into an error
+that names the argument, its value and the missing layer, instead of a
+model that silently differs from Trax's. Positional-encoding options are
+checked here too, so errors name the model the user called.
 """
 
 from tfnp_trax import layers as tl
@@ -13,15 +14,10 @@ __all__ = ['unavailable', 'check_ff_sparsity', 'check_pos_type',
            'check_enc_dec_attention_sparsity', 'output_dense',
            'parse_ff_sparsity']
 
-# pos_type values and the Trax research layer each one builds. Any other
-# non-empty pos_type selects the axial encoding, as in Trax.
-_POS_TYPE_LAYERS = {
-    'sin-cos': 'SinCosPositionalEncoding',
-    'fixed-base': 'FixedBasePositionalEncoding',
-    'infinite': 'InfinitePositionalEncoding',
-    'infinite-affine': 'InfinitePositionalEncoding',
-    'time-bin': 'TimeBinPositionalEncoding',
-}
+# pos_type values that build a layer of their own; any other non-empty
+# pos_type selects the axial encoding, as in Trax.
+_POS_TYPES = ('sin-cos', 'fixed-base', 'infinite', 'infinite-affine',
+              'time-bin', 'no')
 
 # ff_sparsity_type values and the sparse feed-forward layer each one builds.
 _FF_SPARSITY_LAYERS = {
@@ -81,23 +77,29 @@ def check_ff_sparsity(where, ff_sparsity, ff_sparsity_type):
 
 def check_pos_type(where, pos_type, pos_axial_shape=None,
                    pos_d_axial_embs=None):
-  """Raises if `pos_type` selects a research positional encoding we lack.
+  """Raises for a pos_type that cannot build its positional encoding.
 
-  Any other non-empty pos_type selects the axial encoding, which needs both
+  'time-bin' fails as in Trax 1.4.1, whose PositionalEncoder builds
+  TimeBinPositionalEncoding without its required time_bin_length. A name
+  outside `_POS_TYPES` selects the axial encoding, which needs both
   pos_axial_shape and pos_d_axial_embs.
   """
-  if pos_type in _POS_TYPE_LAYERS:
-    raise unavailable(
-        where, 'pos_type', pos_type, _POS_TYPE_LAYERS[pos_type],
-        "use pos_type=None (learned PositionalEncoding) or 'axial' with "
-        'pos_axial_shape and pos_d_axial_embs (AxialPositionalEncoding)')
-  if pos_type and (not pos_axial_shape or pos_d_axial_embs is None):
+  if pos_type == 'time-bin':
+    raise TypeError(
+        f"{where}: pos_type='time-bin' builds tl.TimeBinPositionalEncoding "
+        f'without its required time_bin_length, which fails in Trax 1.4.1 '
+        f'too; build the model with pos_type=None, or put '
+        f'tl.TimeBinPositionalEncoding(time_bin_length) in a model of your '
+        f'own.')
+  if pos_type and pos_type not in _POS_TYPES and (
+      not pos_axial_shape or pos_d_axial_embs is None):
     raise ValueError(
         f'{where}: pos_type={pos_type!r} selects AxialPositionalEncoding, '
         f'which needs pos_axial_shape (a grid whose product is the sequence '
         f'length) and pos_d_axial_embs (one depth per axis, summing to '
         f'd_model); got pos_axial_shape={pos_axial_shape!r}, '
-        f'pos_d_axial_embs={pos_d_axial_embs!r}.')
+        f'pos_d_axial_embs={pos_d_axial_embs!r}. Other pos_type values: '
+        f'None (learned), {", ".join(repr(p) for p in _POS_TYPES)}.')
 
 
 def check_enc_dec_attention_sparsity(where, enc_dec_attention_sparsity):

@@ -4,15 +4,15 @@ The Transformer of "Attention Is All You Need" (Vaswani et al., 2017,
 https://arxiv.org/abs/1706.03762) with Trax's research options: any
 attention layer (`tl.Attention`, `tl.CausalAttention`, or the efficient
 `SelfAttention`/`LSHSelfAttention`), chunked attention and feed-forward
-parts, SRU layers beside the feed-forward part, and learned or axial
-positional encodings. The blocks and sub-layers live in private modules
+parts, SRU layers beside the feed-forward part, and learned, axial,
+sin-cos, fixed-base or infinite positional encodings (see
+`PositionalEncoder`). The blocks and sub-layers live in private modules
 and are re-exported here under Trax's names.
 
 Options that select one of Trax's research sparsity layers (`ff_sparsity`,
-`loss_sparsity`, `loss_sparsity_prob`, `enc_dec_attention_sparsity`) or
-research positional encodings ('sin-cos', 'fixed-base', 'infinite',
-'infinite-affine', 'time-bin') raise NotImplementedError naming the option
-and the layer, since tfnp_trax does not have those layers yet.
+`loss_sparsity`, `loss_sparsity_prob`, `enc_dec_attention_sparsity`) raise
+NotImplementedError naming the option and the layer, since tfnp_trax does
+not have those layers yet.
 """
 
 from tfnp_trax import layers as tl
@@ -54,8 +54,10 @@ _SHARED_ARGS_DOC = """
       tfnp_trax yet.
     ff_sparsity_type: '1inN', 'Block' or 'Switch' (with ff_sparsity).
     attention_chunk_size: if > 0, run attention on batch chunks this size.
-    pos_type: None for a learned positional encoding, or a name (e.g.
-      'axial') for `AxialPositionalEncoding`.
+    pos_type: None for a learned positional encoding; 'sin-cos',
+      'fixed-base', 'infinite', 'infinite-affine' or 'no'; or any other
+      name (e.g. 'axial') for `AxialPositionalEncoding` (see
+      `PositionalEncoder`).
     pos_axial_shape: the axial grid; its product is the sequence length.
     pos_d_axial_embs: features per axial axis, summing to d_model."""
 
@@ -104,11 +106,11 @@ def ConfigurableTransformerEncoder(vocab_size, n_classes=10, d_model=512,
   _check_options('ConfigurableTransformerEncoder', ff_sparsity,
                  ff_sparsity_type, pos_type, pos_axial_shape,
                  pos_d_axial_embs)
-  positional_encoder = tl.AssertFunction('...->...d', tl.Serial(
+  positional_encoder = tl.AssertFunction('...->...d', [
       tl.Embedding(vocab_size, d_model),
       tl.Dropout(rate=dropout, shared_axes=dropout_shared_axes, mode=mode),
       PositionalEncoder(mode, dropout, max_len, pos_type, pos_axial_shape,
-                        pos_d_axial_embs)))
+                        pos_d_axial_embs)])
   encoder_blocks = [
       EncoderBlock(d_model, d_ff, n_heads, dropout, dropout_shared_axes, mode,
                    ff_activation, ff_dropout, ff_chunk_size, ff_use_sru,
@@ -135,7 +137,9 @@ def ConfigurableTransformerLM(vocab_size, d_model=512, d_ff=2048, n_layers=6,
                               attention_chunk_size=0,
                               attention_type=tl.CausalAttention,
                               pos_type=None, pos_axial_shape=None,
-                              pos_d_axial_embs=None):
+                              pos_d_axial_embs=None,
+                              pos_start_from_zero_prob=1.0,
+                              pos_max_offset_to_add=0):
   """Language model: token ids (batch, length) -> logits (..., vocab_size).
 
   The input is shifted right by one, so the logits at position t predict
@@ -149,6 +153,11 @@ def ConfigurableTransformerLM(vocab_size, d_model=512, d_ff=2048, n_layers=6,
     n_layers: number of decoder blocks.
     attention_type: the causal attention layer constructor.
     {shared}
+    pos_start_from_zero_prob: with pos_type=None, in training, the
+      probability that positions start at 0; otherwise they start at a
+      random offset below pos_max_offset_to_add.
+    pos_max_offset_to_add: that offset's bound; offset plus length must
+      stay within max_len.
     {loss}
 
   Returns:
@@ -164,7 +173,8 @@ def ConfigurableTransformerLM(vocab_size, d_model=512, d_ff=2048, n_layers=6,
       tl.Embedding(vocab_size, d_model),
       tl.Dropout(rate=dropout, shared_axes=dropout_shared_axes, mode=mode),
       PositionalEncoder(mode, dropout, max_len, pos_type, pos_axial_shape,
-                        pos_d_axial_embs)]
+                        pos_d_axial_embs, pos_start_from_zero_prob,
+                        pos_max_offset_to_add)]
   decoder_blocks = [
       DecoderBlock(d_model, d_ff, n_heads, dropout, dropout_shared_axes, mode,
                    ff_activation, ff_dropout, ff_chunk_size, ff_use_sru,
