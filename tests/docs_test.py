@@ -40,10 +40,7 @@ _PACKAGES = (tfnp_trax, distribute)
 
 # Modules whose examples do not run yet. Each entry must fail (strict
 # xfail), so fixing a module's examples without removing it here fails too.
-_KNOWN_BROKEN = {
-    'tfnp_trax.layers.research._sin_cos_encoding':
-        'example rounds float32 cos(0.01) and expects 1.0, gets 0.9999',
-}
+_KNOWN_BROKEN = {}
 
 
 def _module_names():

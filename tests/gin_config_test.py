@@ -1,6 +1,5 @@
 """Gin with Trax's names: Trax's own configs, errors, registration, imports."""
 
-import doctest
 import os
 import sys
 import types
@@ -253,8 +252,3 @@ def test_import_tfnp_trax_does_not_load_gin_and_rl_names_need_import():
   assert 'GIN False False' in out
   assert ("Unknown gin configurable 'PPO': it is Trax's trax.rl.PPO; add "
           "`import trax.rl` to the config.") in out
-
-
-def test_docstring_examples():
-  result = doctest.testmod(gin_config)
-  assert result.attempted > 0 and result.failed == 0

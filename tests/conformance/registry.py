@@ -191,6 +191,29 @@ _add('MixedLSHSelfAttention',
      lambda: tl.MixedLSHSelfAttention(n_heads=2, causal=True, chunk_len=2,
                                       n_buckets=2, std_length=2, mode='eval'),
      (_f(4, 4, 4), _f(4, 4, 4)), tolerance=1e-4)
+# Research position encodings (layers/research), in eval mode: no random
+# offsets or dropout, so eager and XLA agree.
+# Axial adds its float32 embeddings without a cast (bfloat16 in, float32
+# out), as Trax does.
+_add('AxialPositionalEncoding',
+     lambda: tl.AxialPositionalEncoding(shape=(2, 3), d_embs=(4, 4),
+                                        mode='eval'),
+     _f(2, 6, 8), follows_dtype=False)
+_add('SinCosPositionalEncoding',
+     lambda: tl.SinCosPositionalEncoding(mode='eval'), _f(2, 6, 8))
+# These three add float32 encodings, so bfloat16 inputs give float32, as
+# JAX's promotion does in Trax.
+_add('FixedBasePositionalEncoding',
+     lambda: tl.FixedBasePositionalEncoding(bases=(3, 5), n_digits=2,
+                                            mode='eval'),
+     _f(2, 6, 8), follows_dtype=False)
+# Its affine transform is drawn from the rng in every mode, as in Trax.
+_add('InfinitePositionalEncoding',
+     lambda: tl.InfinitePositionalEncoding(mode='eval'), _f(2, 6, 8),
+     stochastic=True, follows_dtype=False)
+_add('TimeBinPositionalEncoding',
+     lambda: tl.TimeBinPositionalEncoding(time_bin_length=2, mode='eval'),
+     _f(2, 6, 8), follows_dtype=False)
 # Reversible layers: a RevNet block and the stack moves around it.
 _add('ReversibleSerial_ReversibleHalfResidual_ReversibleSwap',
      lambda: tl.ReversibleSerial(

@@ -10,7 +10,7 @@ from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tests.layers import _check
+from tests import _layer_testing as lt
 
 # The package exports the decorator under the module's own name.
 assert_shape_module = importlib.import_module('tfnp_trax.layers.assert_shape')
@@ -37,7 +37,7 @@ def test_passing_specs_return_inputs_unchanged(spec, shapes_in, mode):
   xs = tuple(_ones(*s) for s in shapes_in)
   layer = tl.AssertShape(spec)
   x = xs[0] if len(xs) == 1 else xs
-  y = _check.run_layer(layer, x, mode)
+  y = lt.layer_outputs(layer, x, mode)
   ys = tuple(y) if len(xs) > 1 else (y,)
   assert len(ys) == len(xs)
   for got, want in zip(ys, xs):
@@ -131,8 +131,8 @@ def test_decorator_on_model_functions():
   assert _TinyLM.__name__ == '_TinyLM'
   block = _FeedForward(8, 3)
   block.init(shapes.ShapeDtype((2, 5, 3)))
-  for mode in _check.MODES:
-    y = _check.run_layer(block, _ones(2, 5, 3), mode)
+  for mode in lt.MODES:
+    y = lt.layer_outputs(block, _ones(2, 5, 3), mode)
     assert tuple(y.shape) == (2, 5, 3)
 
 
@@ -149,10 +149,10 @@ def test_decorator_catches_a_wrong_width_eagerly_and_under_jit():
   wide = _FeedForward(8, 4)
   inner = tl.Serial(tl.Dense(8), tl.Relu(), tl.Dense(4))
   wide.weights = ((), inner.init(sig)[0], ())
-  for mode in _check.MODES:
+  for mode in lt.MODES:
     with pytest.raises(tl.LayerError, match=r"dimension 'd' is 3 in input 0 "
                        r'but 4 in output 0'):
-      _check.run_layer(wide, _ones(2, 5, 3), mode)
+      lt.layer_outputs(wide, _ones(2, 5, 3), mode)
 
 
 def test_unknown_sizes_under_tf_function_are_not_checked():
@@ -245,9 +245,9 @@ def test_wrapped_layer_draws_the_unwrapped_random_numbers():
   checked = tl.AssertFunction('...->...', dropout)
   checked.init(shapes.ShapeDtype((4, 8)))
   x = _ones(4, 8)
-  for mode in _check.MODES:
-    bare = _check.run_layer(dropout, x, mode, seed=3)
-    wrapped = _check.run_layer(checked, x, mode, seed=3)
+  for mode in lt.MODES:
+    bare = lt.layer_outputs(dropout, x, mode, seed=3)
+    wrapped = lt.layer_outputs(checked, x, mode, seed=3)
     np.testing.assert_array_equal(wrapped, bare)
 
 
@@ -256,9 +256,9 @@ def test_shared_checked_layer_and_nested_failures():
   model = tl.Serial(tl.Dense(3), relu, tl.Dense(3), relu)
   model.init(shapes.ShapeDtype((2, 3)))
   x = jnp.asarray(np.linspace(-1, 1, 6).reshape(2, 3), jnp.float32)
-  for mode in _check.MODES:
-    y = _check.run_layer(model, x, mode)
-    (w1, b1), _, (w2, b2), _ = _check.to_numpy64(model.weights)
+  for mode in lt.MODES:
+    y = lt.layer_outputs(model, x, mode)
+    (w1, b1), _, (w2, b2), _ = lt.to_numpy64(model.weights)
     want = np.maximum(np.maximum(np.asarray(x) @ w1 + b1, 0) @ w2 + b2, 0)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
   # A failing check deep inside a model is reported as at the top level.
@@ -267,12 +267,29 @@ def test_shared_checked_layer_and_nested_failures():
   inner = tl.Serial(tl.Dense(8), tl.Relu(), tl.Dense(4))
   outer = tl.Serial(tl.Dense(3), wide)
   outer.weights = (tl.Dense(3).init(sig)[0], ((), inner.init(sig)[0], ()))
-  for mode in _check.MODES:
+  for mode in lt.MODES:
     with pytest.raises(tl.LayerError, match=r"AssertShape: spec 'bld->bld' "
                        r"\(around layer Serial\): dimension 'd' is 3 in input "
                        r'0 but 4 in output 0'):
-      _check.run_layer(outer, _ones(2, 5, 3), mode)
+      lt.layer_outputs(outer, _ones(2, 5, 3), mode)
 
 
-def test_docstring_examples():
-  _check.run_doctests(assert_shape_module)
+def test_a_list_of_layers_is_spliced_into_the_serial_as_in_trax():
+  # Trax 1.4.1 prints this and nests the weights ((), emb, (), dense, ()).
+  model = tl.AssertFunction('...->...d', [
+      tl.Embedding(5, 4), tl.Dropout(0.5, mode='eval'), tl.Dense(4)])
+  assert str(model) == ('Serial[\n  Embedding_5_4\n  Dropout\n  Dense_4\n]')
+  assert (model.n_in, model.n_out) == (1, 1)
+  tokens = jnp.asarray(np.array([[1, 4, 0]], np.int32))
+  model.init(shapes.signature(tokens))
+  _, table, _, (w, b), _ = lt.to_numpy64(model.weights)
+  assert len(model.weights) == 5 and model.weights[0] == ()
+  for mode in lt.MODES:
+    y = lt.layer_outputs(model, tokens, mode)
+    want = table[np.asarray(tokens)] @ w + b
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6, err_msg=mode)
+  bad = tl.AssertFunction('...->...3', [tl.Embedding(5, 4)])
+  with pytest.raises(tl.LayerError, match=r"AssertShape: spec '\.\.\.->\.\.\.3' "
+                     r"\(around layer Serial\): dimension '3' must be 3 but "
+                     r'is 4 in output 0'):
+    bad.init(shapes.signature(tokens))

@@ -1,7 +1,5 @@
 """Autoregressive sampling: the cache agrees with recomputing the prefix."""
 
-import doctest
-import importlib
 
 import numpy as np
 import pytest
@@ -212,12 +210,6 @@ def test_length_limit_is_a_named_bound_that_tracks_the_cache(lm_pair):
   cached.state = fresh
 
 
-def test_docstring_examples():
-  result = doctest.testmod(decoding, extraglobs={
-      'models': models, 'shapes': shapes, 'jnp': jnp})
-  assert result.attempted > 0 and result.failed == 0
-
-
 # -- Beam search --------------------------------------------------------------
 
 
@@ -424,10 +416,3 @@ def test_beam_search_errors_name_the_numbers(lm_pair):
                      r'got 0'):
     decoding.beam_search(cached, batch_size=2, n_beams=0)
   assert _same_tree(cached.state, fresh)
-
-
-def test_beam_search_docstring_example():
-  module = importlib.import_module('tfnp_trax.supervised._beam_search')
-  result = doctest.testmod(module, extraglobs={
-      'models': models, 'shapes': shapes, 'jnp': jnp})
-  assert result.attempted > 0 and result.failed == 0

@@ -1,6 +1,5 @@
 """trainer_lib.train: Trax's gin-configured run, on a tiny model and data."""
 
-import doctest
 import itertools
 import os
 
@@ -120,8 +119,3 @@ def test_named_stream_and_num_devices_are_trax_configurables():
   assert trainer_lib.num_devices() == 3
   assert trainer_lib.named_stream('a', [1]) == trainer_lib.NamedStream(
       'a', [1])
-
-
-def test_docstring_examples():
-  result = doctest.testmod(trainer_lib)
-  assert result.attempted > 0 and result.failed == 0

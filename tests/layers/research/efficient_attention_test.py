@@ -6,14 +6,12 @@ layers are tested in lsh_attention_test.py.
 """
 
 import functools
-import importlib
 
 import numpy as np
 import pytest
 
-from tests._modes import MODES
-from tests._modes import compile_fn
-from tests.layers import _check
+from tests._layer_testing import MODES
+from tests._layer_testing import compile_fn
 from tests.layers.research import _efficient_ref as ref
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -348,11 +346,3 @@ def test_enc_dec_masked_keeps_trax_float32_quirk():
   # (Logits near -1e9 keep ~1e-7 absolute precision in float64.)
   np.testing.assert_allclose(got64[0], want, rtol=1e-5, atol=1e-7)
   assert np.abs(got64[0] - np.tile(summed, (3, 1))).max() > 0.1
-
-
-@pytest.mark.parametrize('module', [
-    '_attention_functions', '_chunked_attention', '_enc_dec_attention',
-    '_lsh_self_attention', '_pure_lsh', '_lsh_wrappers', '_lshff'])
-def test_docstring_examples(module):
-  _check.run_doctests(importlib.import_module(
-      f'tfnp_trax.layers.research.{module}'))

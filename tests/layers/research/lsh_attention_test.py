@@ -7,8 +7,8 @@ References are NumPy float64 implementations written from the definitions
 import numpy as np
 import pytest
 
-from tests._modes import MODES
-from tests._modes import compile_fn
+from tests._layer_testing import MODES
+from tests._layer_testing import compile_fn
 from tests.layers.research import _efficient_ref as ref
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl

@@ -15,8 +15,7 @@ import functools
 import numpy as np
 import pytest
 
-from tests import _modes
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tests.models.research import _recorded
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -76,7 +75,7 @@ def test_structure_matches_trax(name):
                                   if _recorded.record(n)['values']])
 def test_outputs_match_trax_with_trax_weights(name):
   model = _recorded.init_with_trax_weights(BUILDERS[name](), name)
-  ys, _ = _modes.run_layer(model, _recorded.inputs(name), 'eager')
+  ys, _ = lt.run_layer(model, _recorded.inputs(name), 'eager')
   ys = ys if isinstance(ys, tuple) else (ys,)
   for got, want in zip(ys, _recorded.outputs(name)):
     np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-5,
@@ -90,7 +89,7 @@ def _float64(tree):
   return fastmath.nested_map(cast, tree)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_reversible_gradient_equals_backprop(mode, monkeypatch):
   """Gradients via reverse_and_grad equal autodiff of the same forward.
 
@@ -124,7 +123,7 @@ def test_reversible_gradient_equals_backprop(mode, monkeypatch):
     return jnp.sum(y * cotangent)
 
   def grads():
-    return fastmath.tree_flatten(_modes.compile_fn(
+    return fastmath.tree_flatten(lt.compile_fn(
         lambda w: fastmath.grad(loss)(w), mode)(weights))
 
   got = grads()
@@ -243,7 +242,3 @@ def test_bad_arguments():
   with pytest.raises(tl.LayerError, match=r'sequence length 8 is not a '
                      r'multiple of shorten_factor 3'):
     model.init(shapes.ShapeDtype((1, 8), jnp.int32))
-
-
-def test_docstring_examples():
-  _check.run_doctests(reformer)

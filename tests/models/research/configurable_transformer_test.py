@@ -9,7 +9,7 @@ lacks must fail with an error naming them.
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tests.models.research import _recorded
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -77,9 +77,9 @@ def test_structure_matches_trax(name):
                                   if _recorded.record(n)['values']])
 def test_outputs_match_trax_with_trax_weights(name):
   model = _recorded.init_with_trax_weights(BUILDERS[name](), name)
-  modes = _modes.MODES if name == 'ct_lm' else ('eager',)
+  modes = lt.MODES if name == 'ct_lm' else ('eager',)
   for mode in modes:
-    ys, _ = _modes.run_layer(model, _recorded.inputs(name), mode)
+    ys, _ = lt.run_layer(model, _recorded.inputs(name), mode)
     ys = ys if isinstance(ys, tuple) else (ys,)
     for got, want in zip(ys, _recorded.outputs(name)):
       np.testing.assert_allclose(np.asarray(got, np.float64), want,
@@ -203,3 +203,26 @@ def test_apply_attention_layer_picks_the_constructor_api():
   assert classic.name == tl.CausalAttention(8, n_heads=2).name
   # attention_chunk_size=2 wraps the layer in tl.Chunk's Serial.
   assert 'SelfAttention' in str(efficient) and 'Scan' in str(efficient)
+
+
+def test_lm_position_offsets_reach_the_positional_encoding():
+  """pos_start_from_zero_prob/pos_max_offset_to_add act in training only."""
+  tokens = jnp.asarray(np.arange(1, 9, dtype=np.int32).reshape(1, 8))
+
+  def logits(mode, **kwargs):
+    model = ct.ConfigurableTransformerLM(11, n_layers=1, max_len=16,
+                                         mode=mode, ff_dropout=0.0,
+                                         **dict(TINY, **kwargs))
+    model.init(shapes.signature(tokens), rng=fastmath.random.get_prng(0))
+    return [np.asarray(model(tokens, rng=fastmath.random.get_prng(seed)))
+            for seed in range(4)]
+
+  evaluated = logits('eval')[0]
+  for y in logits('train'):  # Defaults: always start at position 0.
+    np.testing.assert_allclose(y, evaluated, rtol=1e-5, atol=1e-6)
+  shifted = logits('train', pos_start_from_zero_prob=0.0,
+                   pos_max_offset_to_add=8)
+  assert sum(not np.allclose(y, evaluated, atol=1e-4) for y in shifted) >= 2
+  for y in logits('eval', pos_start_from_zero_prob=0.0,
+                  pos_max_offset_to_add=8):
+    np.testing.assert_allclose(y, evaluated, rtol=1e-5, atol=1e-6)

@@ -1,13 +1,12 @@
 """LayerDrop Transformer LMs: no skipping equals a plain TransformerLM (and
 NumPy); skipped blocks are exactly the identity."""
 
-import doctest
 import itertools
 
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tests.models import _np_ref as ref
 from tfnp_trax import fastmath
 from tfnp_trax import models
@@ -59,13 +58,13 @@ def _plain_lm(weights, n_layers):
   return run
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_layerdrop_without_dropping_is_a_transformer_lm(mode):
   model = _init(layerdrop_transformer.LayerDropTransformerLM(
       VOCAB, n_layers=2, mode='eval', skip_fraction=0.0,
       eval_skip_fraction=0.0, **SMALL))
   ids = _ids()
-  got, _ = _modes.run_layer(model, jnp.asarray(ids), mode)
+  got, _ = lt.run_layer(model, jnp.asarray(ids), mode)
   np.testing.assert_allclose(np.asarray(got),
                              _reference(ids, model.weights, [True, True]),
                              rtol=1e-4, atol=1e-5)
@@ -188,8 +187,3 @@ def test_bad_arguments_raise_clear_errors():
   with pytest.raises(ValueError, match=r"EveryOtherLayerDropTransformerLM: "
                      r"skip_mode must be one of .*got 'third'"):
     models.EveryOtherLayerDropTransformerLM(VOCAB, skip_mode='third')
-
-
-def test_docstring_examples():
-  result = doctest.testmod(layerdrop_transformer)
-  assert result.attempted > 0 and result.failed == 0

@@ -4,19 +4,17 @@ At init every gain is 0, so each model must equal its embedding and output
 layers alone; with nonzero gains the blocks compute x + g * F(LN(x)).
 """
 
-import doctest
 
 import numpy as np
 import pytest
 
-from tests import _modes
+from tests import _layer_testing as lt
 from tests.models import _np_ref as ref
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import models
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.models.research import _rezero_blocks
 from tfnp_trax.models.research import rezero
 
 SMALL = dict(d_model=4, d_ff=8, n_heads=2, max_len=8, dropout=0.0)
@@ -63,13 +61,13 @@ def test_lm_is_embedding_and_output_layers_at_init(rng):
   np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_lm_with_gains_matches_numpy(mode, rng):
   ids = _ids(rng, (2, 6), 9)
   model = _init(models.ReZeroTransformerLM(9, n_layers=2, mode='eval',
                                            **SMALL), shapes.signature(ids),
                 gains=True)
-  got, _ = _modes.run_layer(model, jnp.asarray(ids), mode)
+  got, _ = lt.run_layer(model, jnp.asarray(ids), mode)
   np.testing.assert_allclose(np.asarray(got),
                              _lm_reference(ids, model.weights, 2),
                              rtol=1e-4, atol=1e-5)
@@ -246,9 +244,3 @@ def test_rejects_heads_not_dividing_d_model():
   with pytest.raises(ValueError, match=r'ReZeroTransformerLM: n_heads \(3\) '
                      r'must divide d_model \(4\)'):
     models.ReZeroTransformerLM(9, d_model=4, n_heads=3)
-
-
-@pytest.mark.parametrize('module', [rezero, _rezero_blocks])
-def test_docstring_examples(module):
-  result = doctest.testmod(module)
-  assert result.attempted > 0 and result.failed == 0

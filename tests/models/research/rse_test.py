@@ -1,12 +1,10 @@
 """Residual Shuffle-Exchange network against NumPy float64 references."""
 
-import doctest
 
 import numpy as np
 import pytest
 
-from tests import _modes
-from tests.layers import _check
+from tests import _layer_testing as lt
 from tests.models import _np_ref as ref
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -62,9 +60,9 @@ def test_residual_switch_unit_matches_numpy_with_gradients(rng):
 
   def numpy_fn(inputs, weights):
     return _rsu(inputs, ref.leaves(weights))
-  _check.check_layer(rse.ResidualSwitchUnit(3, mode='eval'), x, numpy_fn,
-                     rtol=1e-4, atol=1e-5, grad_rtol=1e-3, grad_atol=1e-4,
-                     modes=('eager', 'xla'))
+  lt.check_layer(rse.ResidualSwitchUnit(3, mode='eval'), x, numpy_fn,
+                 rtol=1e-4, atol=1e-5, grad_rtol=1e-3, grad_atol=1e-4,
+                 modes=('eager', 'xla'))
 
 
 def test_residual_switch_unit_starts_as_a_scaled_residual():
@@ -76,7 +74,7 @@ def test_residual_switch_unit_starts_as_a_scaled_residual():
                              [0.9] * 4, rtol=1e-6)
 
 
-@pytest.mark.parametrize('mode', _modes.MODES)
+@pytest.mark.parametrize('mode', lt.MODES)
 def test_model_matches_numpy(mode, rng):
   ids = rng.integers(0, 5, size=(2, 8)).astype(np.int32)
   model = models.ResidualShuffleExchange(5, 2, 0.0, 0.0, mode='eval',
@@ -86,7 +84,7 @@ def test_model_matches_numpy(mode, rng):
   model.weights = fastmath.nested_map(
       lambda w: jnp.asarray(r.normal(size=w.shape) * 0.5, jnp.float32),
       model.weights)
-  got, _ = _modes.run_layer(model, jnp.asarray(ids), mode)
+  got, _ = lt.run_layer(model, jnp.asarray(ids), mode)
   np.testing.assert_allclose(np.asarray(got),
                              _rse_reference(ids, model.weights, 1),
                              rtol=1e-4, atol=1e-5)
@@ -120,8 +118,3 @@ def test_rejects_residual_weight_outside_0_1():
   with pytest.raises(ValueError, match=r'ResidualSwitchUnit: residual_weight '
                      r'must be in \(0, 1\), got 1.0'):
     rse.ResidualSwitchUnit(4, residual_weight=1.0)
-
-
-def test_docstring_examples():
-  result = doctest.testmod(rse)
-  assert result.attempted > 0 and result.failed == 0

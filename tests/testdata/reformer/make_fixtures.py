@@ -146,9 +146,11 @@ def _uncached_get_noise(get_noise):
 
 
 # The class itself, not gin's wrapper that trax.layers exports.
-position_encodings.InfinitePositionalEncoding._get_noise = (  # pylint: disable=protected-access
+# pylint: disable=protected-access
+position_encodings.InfinitePositionalEncoding._get_noise = (
     _uncached_get_noise(
-        position_encodings.InfinitePositionalEncoding._get_noise))  # pylint: disable=protected-access
+        position_encodings.InfinitePositionalEncoding._get_noise))
+# pylint: enable=protected-access
 
 
 def main():

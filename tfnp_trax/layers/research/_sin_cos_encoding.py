@@ -1,4 +1,4 @@
-"""SinCosPositionalEncoding: fixed sinusoids, with random offsets in training."""
+"""SinCosPositionalEncoding: fixed sinusoids, randomly offset in training."""
 
 import math
 
@@ -76,7 +76,7 @@ class SinCosPositionalEncoding(base.Layer):
     if self._mode == 'predict':
       encoding = self._sincos(self.state, length, d_feature)
       self.state = self.state + length
-      return x + encoding.astype(x.dtype)
+      return x + _like(encoding, x)
     start = 0
     if self._mode == 'train':
       rngs = fastmath.random.split(self.rng, 2)
@@ -86,15 +86,23 @@ class SinCosPositionalEncoding(base.Layer):
       start = start * jnp.minimum(1, nonzero)
     encoding = self._sincos(start, length, d_feature)
     if self._dropout == 0.0:
-      return x + encoding.astype(x.dtype)
+      return x + _like(encoding, x)
     noise_shape = list(encoding.shape)
     for dim in self._dropout_broadcast_dims:
       noise_shape[dim] = 1
     keep_prob = 1.0 - self._dropout
     keep = fastmath.random.bernoulli(self.rng, keep_prob, tuple(noise_shape))
-    return x + (encoding * (keep.astype(encoding.dtype) / keep_prob)).astype(
-        x.dtype)
+    return x + _like(encoding * (keep.astype(encoding.dtype) / keep_prob), x)
 
   def init_weights_and_state(self, input_signature):
     if self._mode == 'predict':
       self.state = jnp.zeros((), dtype=jnp.int32)
+
+
+def _like(encoding, x):
+  """The float32 encoding in `x`'s float dtype; integer `x` promotes.
+
+  As in Trax: bfloat16 activations stay bfloat16, integer inputs give
+  float32 (recorded from Trax 1.4.1).
+  """
+  return encoding.astype(x.dtype) if fastmath.is_float(x) else encoding

@@ -6,11 +6,11 @@
 functions live in private modules beside it and are re-exported.
 
 Axial encoding: a sequence of length L = n_1 * ... * n_k is viewed as a
-k-dimensional grid. Each axis j has a learned table of n_j rows and d_j features; position p,
-with grid coordinates (i_1, ..., i_k), gets the concatenation of row i_j of
-every table, so sum(d_j) must equal the model width. The tables hold
-sum(n_j * d_j) numbers instead of L * d_model, which is what lets a model
-take sequences of 64k positions. From the Reformer paper (Kitaev et al.,
+k-dimensional grid. Each axis j has a learned table of n_j rows and d_j
+features; position p, with grid coordinates (i_1, ..., i_k), gets the
+concatenation of row i_j of every table, so sum(d_j) must equal the model
+width. The tables hold sum(n_j * d_j) numbers instead of L * d_model, which
+is what lets a model take sequences of 64k positions. From the Reformer paper (Kitaev et al.,
 2020, https://arxiv.org/abs/2001.04451).
 """
 
@@ -102,7 +102,7 @@ class AxialPositionalEncoding(base.Layer):
       # a (batch, L, d_model) temporary, which at 64k positions matters.
       parts = [jnp.reshape(self._broadcast(w, batch), (batch, length, -1))
                for w in self.weights]
-      return x + jnp.concatenate(parts, -1).astype(x.dtype)
+      return x + jnp.concatenate(parts, -1)
     emb = jnp.concatenate([self._broadcast(w, batch) for w in self.weights],
                           -1)
     noise_shape = list(emb.shape)
@@ -111,7 +111,7 @@ class AxialPositionalEncoding(base.Layer):
     keep_prob = 1.0 - self._dropout
     keep = fastmath.random.bernoulli(self.rng, keep_prob, tuple(noise_shape))
     emb = emb * (keep.astype(emb.dtype) / keep_prob)
-    return x + jnp.reshape(emb, x.shape).astype(x.dtype)
+    return x + jnp.reshape(emb, x.shape)
 
   def _broadcast(self, axis_table, batch):
     return jnp.broadcast_to(axis_table, (batch,) + self._shape +
@@ -130,7 +130,7 @@ class AxialPositionalEncoding(base.Layer):
     emb = jnp.reshape(emb, (batch, grid, emb.shape[-1]))
     emb = fastmath.dynamic_slice_in_dim(emb, start, length, axis=1)
     self.state = start + length
-    return x + emb.astype(x.dtype)
+    return x + emb
 
   def init_weights_and_state(self, input_signature):
     d_feature = input_signature.shape[-1]

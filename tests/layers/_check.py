@@ -1,1 +1,0 @@
-from tests._layer_testing import *; from tests._layer_testing import layer_outputs as run_layer; from tests.docs_test import run_doctests  # noqa  Temporary (H18): delete once no file imports tests.layers._check.
