@@ -1,7 +1,6 @@
 """Loop checkpoints with Trax's names: best-metric, permanent, explicit load."""
 
 import collections
-import importlib.util
 import os
 
 import numpy as np
@@ -91,23 +90,6 @@ def test_unknown_best_metric_is_a_clear_error():
   with pytest.raises(ValueError, match=r"checkpoint_low_metric='acc' is not "
                      r"a metric of the eval_tasks.*\['l2'\]"):
     _loop(None, checkpoint_low_metric='acc')
-
-
-def test_memory_efficient_trainer_needs_the_reversible_trainer():
-  with pytest.raises(NotImplementedError,
-                     match='use_memory_efficient_trainer=True'):
-    _loop(None, use_memory_efficient_trainer=True)
-
-
-@pytest.mark.skipif(
-    importlib.util.find_spec('tfnp_trax.supervised.trax_checkpoints')
-    is not None, reason='the Trax checkpoint reader exists')
-def test_trax_checkpoint_needs_its_reader(tmp_path):
-  (tmp_path / 'model.pkl.gz').write_bytes(b'')
-  with pytest.raises(NotImplementedError,
-                     match=r'model\.pkl\.gz is a Trax checkpoint.*'
-                     r'load_trax_checkpoint'):
-    _loop(None).load_checkpoint(str(tmp_path))
 
 
 def test_list_returns_named_checkpoint_infos(tmp_path):

@@ -4,7 +4,6 @@ The chief-only rule lives in `distribute.is_chief`; the step, History and
 checkpoint manager in `run_bookkeeping.RunBookkeeping` (`loop._books`).
 """
 
-import importlib
 import os
 import warnings
 
@@ -15,6 +14,7 @@ from tfnp_trax.supervised import _loop_checkpointing as ckpt_lib
 from tfnp_trax.supervised import _loop_logging as logs
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import history as history_lib
+from tfnp_trax.supervised import trax_checkpoints
 
 __all__ = ['resolve_strategy', 'load_checkpoint']
 
@@ -115,19 +115,10 @@ def load_checkpoint(loop, directory, filename):
   return loop._step
 
 
-_TRAX_LOADER = 'tfnp_trax.supervised.trax_checkpoints'
-
-
 def _load_trax_checkpoint(loop, path):
   """Starts from a Trax Loop checkpoint (model.pkl.gz and its .npy.gz)."""
   # pylint: disable=protected-access
-  try:
-    loader = importlib.import_module(_TRAX_LOADER).load_trax_checkpoint
-  except (ImportError, AttributeError) as e:
-    raise NotImplementedError(
-        f'Loop.load_checkpoint: {path} is a Trax checkpoint; reading it '
-        f'needs {_TRAX_LOADER}.load_trax_checkpoint (not available: {e}).'
-    ) from e
+  loader = trax_checkpoints.load_trax_checkpoint
   d = loader(path)
   weights, state = loop._trainers.model_weights_and_state()
   flat_w = ckpt_lib.match_by_shape(fastmath.tree_leaves(weights),

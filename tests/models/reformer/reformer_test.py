@@ -60,26 +60,16 @@ BUILDERS = {
         n_heads=2, dropout=0.0, max_len=16, mode='eval'),
 }
 
+
 @pytest.mark.parametrize('name', sorted(BUILDERS))
 def test_structure_matches_trax(name):
-  want = _recorded.record(name)
-  model = BUILDERS[name]()
-  model.init(shapes.signature(_recorded.inputs(name)),
-             rng=fastmath.random.get_prng(0))
-  assert (model.n_in, model.n_out) == (want['n_in'], want['n_out'])
-  assert _recorded.weight_shapes(model) == want['weight_shapes']
-  assert str(model) == want['repr']
+  _recorded.assert_structure_matches(name, BUILDERS[name]())
 
 
 @pytest.mark.parametrize('name', [n for n in sorted(BUILDERS)
                                   if _recorded.record(n)['values']])
 def test_outputs_match_trax_with_trax_weights(name):
-  model = _recorded.init_with_trax_weights(BUILDERS[name](), name)
-  ys, _ = lt.run_layer(model, _recorded.inputs(name), 'eager')
-  ys = ys if isinstance(ys, tuple) else (ys,)
-  for got, want in zip(ys, _recorded.outputs(name)):
-    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-5,
-                               atol=1e-5)
+  _recorded.assert_outputs_match(name, BUILDERS[name]())
 
 
 def _float64(tree):

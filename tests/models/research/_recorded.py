@@ -58,3 +58,24 @@ def init_with_trax_weights(model, name):
   leaves = [jnp.asarray(w) for w in _arrays(name, 'w')]
   model.weights, _ = fastmath.tree_unflatten(leaves, model.weights)
   return model
+
+
+def assert_structure_matches(name, model):
+  """`model` has Trax's n_in/n_out, weight shapes and repr for case `name`."""
+  want = record(name)
+  model.init(shapes.signature(inputs(name)), rng=fastmath.random.get_prng(0))
+  assert (model.n_in, model.n_out) == (want['n_in'], want['n_out'])
+  assert weight_shapes(model) == want['weight_shapes']
+  assert str(model) == want['repr']
+
+
+def assert_outputs_match(name, model, modes=('eager',)):
+  """Given Trax's weights, `model` gives Trax's outputs in every mode."""
+  from tests import _layer_testing as lt  # pylint: disable=g-import-not-at-top
+  model = init_with_trax_weights(model, name)
+  for mode in modes:
+    ys, _ = lt.run_layer(model, inputs(name), mode)
+    ys = ys if isinstance(ys, tuple) else (ys,)
+    for got, want in zip(ys, outputs(name)):
+      np.testing.assert_allclose(np.asarray(got, np.float64), want,
+                                 rtol=1e-5, atol=1e-5, err_msg=mode)
