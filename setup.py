@@ -6,7 +6,8 @@ from setuptools import setup
 RL = ['gymnasium[classic-control]>=0.29']
 NOTEBOOKS = ['nbclient>=0.7', 'nbformat>=5', 'ipykernel>=6', 'matplotlib>=3.5']
 BENCH = ['keras>=3', 'psutil>=5']
-TEST = ['pytest>=7', 'pytest-timeout>=2', 'scikit-learn>=1.0'] + RL + NOTEBOOKS
+TEST = (['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3',
+         'scikit-learn>=1.0'] + RL + NOTEBOOKS)
 
 setup(
     name='tfnp-trax',
