@@ -6,7 +6,7 @@ subprocess (see tests/_subprocess.py), because logical devices must be
 configured before TensorFlow initialises and this process has already done so.
 
 Determinism: op determinism is on for every test in this process, and each
-test starts from the same global TensorFlow seed, so a test gives the same
+test starts from the same Python, NumPy and TensorFlow seeds, so a test gives the same
 numbers on every run on one machine, whatever else ran before it. TensorFlow
 does not promise the same numbers on another CPU (its kernels pick SIMD code
 paths and thread splits by machine), so tests that assert learning set their
@@ -15,6 +15,7 @@ Subprocesses started by tests do not inherit op determinism.
 """
 
 import os
+import random
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
@@ -31,7 +32,12 @@ tf.config.experimental.enable_op_determinism()
 
 
 @pytest.fixture(autouse=True)
-def _same_tensorflow_seed_for_every_test():
+def _same_seeds_for_every_test():
+  # Layers draw their default rng seed from Python's `random`; seeding it (and
+  # NumPy's and TensorFlow's global seeds) per test makes a test's numbers
+  # independent of which tests ran before it in the same worker.
+  random.seed(0)
+  np.random.seed(0)
   tf.random.set_seed(0)
 
 

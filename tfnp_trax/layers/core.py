@@ -255,8 +255,9 @@ class Dropout(base.Layer):
 
   Example:
     >>> layer = Dropout(rate=0.5)
-    >>> _ = layer.init(shapes.ShapeDtype((4,)))
-    >>> y = layer(jnp.ones((4,), dtype=jnp.float32)).numpy()
+    >>> _ = layer.init(shapes.ShapeDtype((16,)),
+    ...                rng=fastmath.random.get_prng(0))
+    >>> y = layer(jnp.ones((16,), dtype=jnp.float32)).numpy()
     >>> sorted(set(y.tolist()) - {0.0})  # Kept entries are scaled by 2.
     [2.0]
   """
