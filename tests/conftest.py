@@ -6,8 +6,9 @@ subprocess (see tests/_subprocess.py), because logical devices must be
 configured before TensorFlow initialises and this process has already done so.
 
 Determinism: op determinism is on for every test in this process, and each
-test starts from the same Python, NumPy and TensorFlow seeds, so a test gives the same
-numbers on every run on one machine, whatever else ran before it. TensorFlow
+test starts from the same Python, NumPy and TensorFlow seeds, so a test gives
+the same numbers on every run on one machine, whatever else ran before it
+(pytest-xdist workers run test files in varying orders). TensorFlow
 does not promise the same numbers on another CPU (its kernels pick SIMD code
 paths and thread splits by machine), so tests that assert learning set their
 thresholds from the spread over seeds (see tests/rl/actor_critic_test.py).
