@@ -30,7 +30,7 @@ from tfnp_trax.supervised import _variables
 from tfnp_trax.supervised._reversible_blocks import extract_reversible_blocks
 from tfnp_trax.supervised._reversible_blocks import init_reversible_blocks
 # Float state is averaged over replicas exactly as the standard Trainer does.
-from tfnp_trax.supervised.trainer import _mean_state  # pylint: disable=protected-access
+from tfnp_trax.supervised import trainer as trainer_lib
 
 __all__ = ['ReversibleSerialTrainer', 'extract_reversible_blocks',
            'init_reversible_blocks']
@@ -347,7 +347,7 @@ class ReversibleSerialTrainer:
       grad_stack = _stack.outputs_onto_stack(x_ct, grad_stack,
                                              std_layer.n_out, std_layer.n_in)
 
-    new_states = [_mean_state(s) for s in new_states]
+    new_states = [trainer_lib.mean_state(s) for s in new_states]
     joint = {f'layer{j}/{k}': v for j, s in enumerate(stats)
              for k, v in s.items()}
     return stats[-1]['loss'], joint, new_weights, new_slots, new_states
@@ -377,24 +377,6 @@ class ReversibleSerialTrainer:
              for k, v in stats.items()}
     return loss, stats
 
-  def _distribute_batch(self, batch):
-    n = self._n_devices
-    if n == 1:
-      return fastmath.nested_map(tf.convert_to_tensor, batch)
-    for x in fastmath.tree_flatten(batch):
-      if x.shape[0] % n:
-        raise ValueError(
-            f'ReversibleSerialTrainer: batch size {x.shape[0]} does not '
-            f'divide by the {n} replicas; use a multiple of {n}.')
-
-    def value_fn(ctx):
-      i = ctx.replica_id_in_sync_group
-      return fastmath.nested_map(
-          lambda x: tf.convert_to_tensor(
-              x[i * (x.shape[0] // n):(i + 1) * (x.shape[0] // n)]), batch)
-    return self._strategy.experimental_distribute_values_from_function(
-        value_fn)
-
   def one_step(self, batch, rng, step=0, learning_rate=None):
     """Runs one training step; returns `(loss, stats)` as host scalars.
 
@@ -420,8 +402,9 @@ class ReversibleSerialTrainer:
       if learning_rate is not None:
         p['learning_rate'] = learning_rate
       params.append({k: tf.constant(v, tf.float32) for k, v in p.items()})
-    loss, stats = self._step_fn(self._distribute_batch(batch),
-                                tf.convert_to_tensor(rng, tf.int32),
+    batch = trainer_lib.split_batch(batch, self._strategy,
+                                    'ReversibleSerialTrainer')
+    loss, stats = self._step_fn(batch, tf.convert_to_tensor(rng, tf.int32),
                                 tf.constant(step, tf.int32), params)
     # The layers get tensor snapshots of the variables, not NumPy copies, so
     # keeping Trax's contract costs no transfer to the host.

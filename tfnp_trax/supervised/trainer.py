@@ -14,10 +14,10 @@ from distribute import collectives
 from tfnp_trax import fastmath
 from tfnp_trax.supervised import _variables
 
-__all__ = ['Trainer']
+__all__ = ['Trainer', 'mean_state', 'split_batch']
 
 
-def _mean_state(state):
+def mean_state(state):
   """Averages the float leaves of `state` over replicas in one collective.
 
   Replicas see different data, so float state (e.g. BatchNorm statistics)
@@ -30,6 +30,43 @@ def _mean_state(state):
     for i, x in zip(floats, averaged):
       flat[i] = x
   return fastmath.tree_unflatten(flat, state)[0]
+
+
+def split_batch(batch, strategy, owner):
+  """Splits a host batch along axis 0 into one slice per local replica.
+
+  Args:
+    batch: a tree of arrays, the global batch on this worker.
+    strategy: the tf.distribute strategy.
+    owner: the trainer's name, for error messages.
+
+  Returns:
+    The batch as tensors with one replica, else distributed values.
+
+  Raises:
+    ValueError: for an empty batch (it would train silently with a loss of
+      0.0) or one whose size does not divide by the replicas.
+  """
+  n = strategy.num_replicas_in_sync
+  leaves = fastmath.tree_flatten(batch)
+  if any(len(getattr(x, 'shape', ())) and x.shape[0] == 0 for x in leaves):
+    shapes = [tuple(getattr(x, 'shape', ())) for x in leaves]
+    raise ValueError(f'{owner}: got an empty batch (leading size 0; leaf '
+                     f'shapes {shapes}); every batch needs at least one '
+                     f'example.')
+  if n == 1:
+    return fastmath.nested_map(tf.convert_to_tensor, batch)
+  for x in leaves:
+    if x.shape[0] % n:
+      raise ValueError(f'{owner}: batch size {x.shape[0]} does not divide '
+                       f'by the {n} replicas; use a multiple of {n}.')
+
+  def value_fn(ctx):
+    i = ctx.replica_id_in_sync_group
+    return fastmath.nested_map(
+        lambda x: tf.convert_to_tensor(
+            x[i * (x.shape[0] // n):(i + 1) * (x.shape[0] // n)]), batch)
+  return strategy.experimental_distribute_values_from_function(value_fn)
 
 
 class Trainer:
@@ -140,7 +177,7 @@ class Trainer:
     grads, loss = collectives.pmean((grads, loss))
     new_weights, new_slots, stats = self._update_fn(step, grads, weights,
                                                     slots, opt_params)
-    return loss, stats, new_weights, new_slots, _mean_state(new_state)
+    return loss, stats, new_weights, new_slots, mean_state(new_state)
 
   def _update(self, step, grads, weights, slots, opt_params):
     return self._optimizer.tree_update(step, grads, weights, slots,
@@ -171,28 +208,7 @@ class Trainer:
 
   def distribute_batch(self, batch):
     """Splits a host batch along axis 0 across the local replicas."""
-    strategy = self._strategy
-    n = strategy.num_replicas_in_sync
-    leaves = fastmath.tree_flatten(batch)
-    # A batch of 0 examples would train silently with a loss of 0.0.
-    if any(len(getattr(x, 'shape', ())) and x.shape[0] == 0 for x in leaves):
-      shapes = [tuple(getattr(x, 'shape', ())) for x in leaves]
-      raise ValueError(f'Trainer: got an empty batch (leading size 0; leaf '
-                       f'shapes {shapes}); every batch needs at least one '
-                       f'example.')
-    if n == 1:
-      return fastmath.nested_map(tf.convert_to_tensor, batch)
-    for x in leaves:
-      if x.shape[0] % n:
-        raise ValueError(f'Trainer: batch size {x.shape[0]} does not divide '
-                         f'by the {n} replicas; use a multiple of {n}.')
-
-    def value_fn(ctx):
-      i = ctx.replica_id_in_sync_group
-      return fastmath.nested_map(
-          lambda x: tf.convert_to_tensor(
-              x[i * (x.shape[0] // n):(i + 1) * (x.shape[0] // n)]), batch)
-    return strategy.experimental_distribute_values_from_function(value_fn)
+    return split_batch(batch, self._strategy, 'Trainer')
 
   def one_step(self, batch, rng, step, learning_rate=None, opt_params=None):
     """Runs one training step and returns `(loss, stats)` as host scalars.
