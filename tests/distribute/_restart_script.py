@@ -17,13 +17,7 @@ import signal
 
 import numpy as np
 
-
-def _data():
-  r = np.random.default_rng(0)
-  while True:
-    x = r.normal(size=(8, 6)).astype(np.float32)
-    y = (x[:, :3].sum(-1) > 0).astype(np.int32)
-    yield x, y, np.ones(8, np.float32)
+from tests.supervised import _loop_script
 
 
 def main():
@@ -64,7 +58,8 @@ def main():
         os.kill(os.getpid(), signal.SIGKILL)
 
   model = tl.Serial(tl.Dense(16), tl.Relu(), tl.Dense(2))
-  task = training.TrainTask(_data(), tl.WeightedCategoryCrossEntropy(),
+  task = training.TrainTask(_loop_script.data(0),
+                            tl.WeightedCategoryCrossEntropy(),
                             optimizers.Adam(0.01), n_steps_per_checkpoint=2)
   loop = training.Loop(model, task, output_dir=args.output_dir,
                        strategy=strategy, callbacks=[Die], random_seed=3)
