@@ -1,4 +1,4 @@
-"""Tests for fastmath.conv and the pooling ops against NumPy loops."""
+"""Tests for fastmath.conv, the pooling ops and linear against NumPy."""
 
 import numpy as np
 import pytest
@@ -154,3 +154,68 @@ def test_pools_compiled(mode, kind):
   got = lt.compile_fn(lambda a: fn(a, (2, 3), (1, 2), 'SAME'), mode)(x)
   np.testing.assert_allclose(got, np_pool(x, (2, 3), (1, 2), 'SAME', kind),
                              rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('shape', [(5,), (4, 5), (2, 3, 5), (2, 1, 3, 5)])
+@pytest.mark.parametrize('use_bias', [True, False])
+def test_linear_matches_numpy_with_gradients(shape, use_bias):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  x, w, b = _x(*shape), _x(5, 3, seed=1), _x(3, seed=2)
+  bias = b if use_bias else None
+  want = x.astype(np.float64) @ w.astype(np.float64) + (b if use_bias else 0)
+  for fn in (fastmath.linear, tf.function(fastmath.linear),
+             tf.function(fastmath.linear, jit_compile=True)):
+    got = fn(x, w, bias)
+    assert tuple(got.shape) == shape[:-1] + (3,)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  # d/dw sum(y * c) = x^T c over the flattened leading axes; d/db = sum c.
+  c = _x(*(shape[:-1] + (3,)), seed=3)
+  tw, tb = tf.constant(w), tf.constant(b)
+  with tf.GradientTape() as tape:
+    tape.watch([tw, tb])
+    loss = tf.reduce_sum(fastmath.linear(x, tw, tb if use_bias else None) * c)
+  gw, gb = tape.gradient(loss, [tw, tb])
+  x2, c2 = x.reshape(-1, 5).astype(np.float64), c.reshape(-1, 3)
+  np.testing.assert_allclose(gw, x2.T @ c2, rtol=1e-5, atol=1e-5)
+  if use_bias:
+    np.testing.assert_allclose(gb, c2.sum(0), rtol=1e-5, atol=1e-5)
+  else:
+    assert gb is None
+
+
+def test_linear_unknown_leading_dims():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  fn = tf.function(fastmath.linear, input_signature=[
+      tf.TensorSpec([None, None, 5]), tf.TensorSpec([5, 3]),
+      tf.TensorSpec([3])])
+  x, w, b = _x(2, 4, 5), _x(5, 3, seed=1), _x(3, seed=2)
+  np.testing.assert_allclose(fn(x, w, b), x @ w + b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])
+def test_sparse_softmax_cross_entropy_matches_one_hot_form(dtype):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  logits = _x(2, 3, 5)
+  # Out-of-range targets have no one-hot entry: loss 0, gradient 0.
+  targets = np.array([[0, 4, 5], [-1, 2, 1]], np.int32)
+  lp = logits.astype(np.float64)
+  lp = lp - np.log(np.exp(lp).sum(-1, keepdims=True))
+  one_hot = (targets[..., None] == np.arange(5)).astype(np.float64)
+  want = -(lp * one_hot).sum(-1)
+  want_grad = np.exp(lp) * one_hot.sum(-1, keepdims=True) - one_hot
+  tol = 1e-5 if dtype == 'float32' else 2e-2
+  for fn in (fastmath.sparse_softmax_cross_entropy,
+             tf.function(fastmath.sparse_softmax_cross_entropy),
+             tf.function(fastmath.sparse_softmax_cross_entropy,
+                         jit_compile=True)):
+    x = tf.cast(tf.constant(logits), dtype)
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      ce = fn(x, targets)
+      total = tf.reduce_sum(tf.cast(ce, tf.float32))
+    grad = tape.gradient(total, x)
+    assert ce.dtype == x.dtype
+    np.testing.assert_allclose(tf.cast(ce, tf.float32), want, rtol=tol,
+                               atol=tol)
+    np.testing.assert_allclose(tf.cast(grad, tf.float32), want_grad,
+                               rtol=tol, atol=tol)

@@ -32,6 +32,8 @@ from tfnp_trax.fastmath.dtypes import promote_args
 from tfnp_trax.fastmath.dtypes import result_type
 from tfnp_trax.fastmath.nn_ops import avg_pool
 from tfnp_trax.fastmath.nn_ops import conv
+from tfnp_trax.fastmath.nn_ops import linear
+from tfnp_trax.fastmath.nn_ops import sparse_softmax_cross_entropy
 from tfnp_trax.fastmath.nn_ops import max_pool
 from tfnp_trax.fastmath.nn_ops import sum_pool
 from tfnp_trax.fastmath.ops import dynamic_slice
@@ -79,7 +81,9 @@ __all__ = [
     'numpy', 'checks', 'linalg', 'random', 'abstract_eval', 'Backend',
     'backend_name', 'set_backend', 'use_backend', 'after', 'cond',
     'fori_loop', 'scan', 'vmap',
-    'device_count', 'local_device_count', 'avg_pool', 'conv', 'max_pool',
+    'device_count', 'local_device_count', 'avg_pool', 'conv', 'linear',
+    'sparse_softmax_cross_entropy',
+    'max_pool',
     'sum_pool', 'dynamic_slice', 'dynamic_slice_in_dim',
     'dynamic_update_slice', 'dynamic_update_slice_in_dim', 'erf', 'expit',
     'index_add', 'index_max', 'index_min', 'index_update', 'is_float',

@@ -1,11 +1,12 @@
-"""Convolution and pooling in Trax's `fastmath` form (channels last)."""
+"""Convolution, pooling (Trax's `fastmath` form, channels last) and `linear`."""
 
 import itertools
 
 import numpy as onp
 import tensorflow as tf
 
-__all__ = ['conv', 'avg_pool', 'max_pool', 'sum_pool']
+__all__ = ['conv', 'avg_pool', 'max_pool', 'sum_pool', 'linear',
+           'sparse_softmax_cross_entropy']
 
 
 def _padding(padding):
@@ -215,3 +216,66 @@ def sum_pool(x, pool_size, strides=None, padding='VALID'):
   # window; kernel layout is [*window, in_channels / groups = 1, channels].
   kernel = tf.ones(list(pool_size) + [1, channels], x.dtype)
   return conv(x, kernel, strides, padding, groups=channels)
+
+
+def linear(x, w, b=None):
+  """`x @ w (+ b)` over the last axis of `x`, in the form TensorFlow runs best.
+
+  Inputs of rank other than 2 are folded into one 2-D MatMul: a batched
+  product against a shared `w` would compute the weight gradient as one
+  product per leading index followed by a sum, where the folded form needs
+  one large product. The bias is added with BiasAdd, which TensorFlow's
+  graph optimizer fuses with the MatMul (and a following Relu) into one
+  oneDNN kernel, and whose gradient is a single reduction.
+
+  Args:
+    x: array `[..., d]`.
+    w: array `[d, n]` of x's dtype.
+    b: optional array `[n]` of x's dtype.
+
+  Returns:
+    Array `[..., n]`.
+  """
+  x, w = tf.convert_to_tensor(x), tf.convert_to_tensor(w)
+  d, n = w.shape[0], w.shape[-1]
+  if x.shape.rank == 2:
+    y = tf.matmul(x, w)
+  else:
+    y = tf.matmul(tf.reshape(x, [-1, d]), w)
+  if b is not None:
+    y = tf.nn.bias_add(y, tf.convert_to_tensor(b))
+  if x.shape.rank == 2:
+    return y
+  lead = x.shape[:-1]
+  if lead.is_fully_defined():
+    return tf.reshape(y, lead.as_list() + [n])
+  return tf.reshape(y, tf.concat([tf.shape(x)[:-1], [n]], 0))
+
+
+def sparse_softmax_cross_entropy(logits, targets):
+  """`-log_softmax(logits)[..., target]` per item, as one fused kernel.
+
+  Equals `-sum(one_hot(targets, n) * log_softmax(logits), -1)`, including its
+  value for a target outside `[0, n)` (no one-hot entry, so 0, with zero
+  gradient), but runs as TensorFlow's fused kernel, whose gradient is
+  `softmax - one_hot` without materialising either term separately.
+  Low-precision logits are computed in float32 and the result is cast back.
+
+  Args:
+    logits: float array `[..., n]`.
+    targets: integer array `logits.shape[:-1]`.
+
+  Returns:
+    Array `logits.shape[:-1]` of logits' dtype.
+  """
+  logits, targets = tf.convert_to_tensor(logits), tf.convert_to_tensor(targets)
+  n = logits.shape[-1]
+  compute = logits if logits.dtype in (tf.float32, tf.float64) else tf.cast(
+      logits, tf.float32)
+  if not targets.dtype.is_integer:
+    targets = tf.cast(targets, tf.int32)
+  inside = tf.logical_and(targets >= 0, targets < n)
+  ce = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.clip_by_value(targets, 0, n - 1), logits=compute)
+  ce = tf.where(inside, ce, tf.zeros_like(ce))
+  return tf.cast(ce, logits.dtype)

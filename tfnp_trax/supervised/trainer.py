@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from distribute import collectives
 from tfnp_trax import fastmath
+from tfnp_trax.supervised import _fused_updates
 from tfnp_trax.supervised import _variables
 
 __all__ = ['Trainer', 'mean_state', 'split_batch']
@@ -89,7 +90,7 @@ class Trainer:
   """
 
   def __init__(self, model_with_loss, optimizer, strategy=None,
-               jit_compile=None):
+               jit_compile=None, fused_update=True):
     """Creates variables for weights, slots and state under `strategy`.
 
     Args:
@@ -99,6 +100,10 @@ class Trainer:
       jit_compile: True compiles the whole step with XLA (with several
         replicas, only the optimizer update); 'update' compiles just the
         optimizer update; None or False use no XLA.
+      fused_update: update Adam and SGD weights in place with one fused
+        kernel per weight (the default; same update as
+        `optimizer.tree_update` up to float rounding). False always runs
+        `tree_update` and writes its results back.
     """
     if not model_with_loss.initialized:
       raise ValueError(
@@ -114,6 +119,9 @@ class Trainer:
     self._weights = _variables.VariableTree(weights, self._strategy, 'w')
     self._slots = _variables.VariableTree(slots, self._strategy, 'slot')
     self._state = _variables.VariableTree(state, self._strategy, 'state')
+    self._fused = (_fused_updates.plan(
+        optimizer, self._weights.variables, self._slots.variables,
+        self._default_opt_params) if fused_update else None)
     self._step_fn = tf.function(self._distributed_step, autograph=False)
     # jit_compile=True compiles the whole step with XLA on one replica (XLA
     # cannot compile the collectives of a multi-replica step on CPU, so
@@ -127,6 +135,10 @@ class Trainer:
                                    jit_compile=True)
                        if jit_compile in (True, 'update') and not whole
                        else self._update)
+    # The fused kernels need no XLA for the update itself.
+    self._in_place_fn = (tf.function(self._compute_in_place, autograph=False,
+                                     jit_compile=True)
+                         if whole else self._compute_in_place)
     self.n_traces = 0
 
   @property
@@ -179,6 +191,29 @@ class Trainer:
                                                     slots, opt_params)
     return loss, stats, new_weights, new_slots, mean_state(new_state)
 
+  def _compute_in_place(self, batch, rng, step, opt_params):
+    """`_compute` with the fused optimizer writing the variables itself."""
+    weights, state = self._weights.read(), self._state.read()
+
+    def loss_fn(w):
+      return self._model.pure_fn(batch, w, state, rng)
+    (loss, new_state), grads = fastmath.value_and_grad(
+        loss_fn, has_aux=True)(weights)
+    grads, loss = collectives.pmean((grads, loss))
+    stats, updates = self._fused.apply(
+        step, fastmath.tree_leaves(grads), fastmath.tree_leaves(weights),
+        opt_params)
+    # In a replica function `handle` is this replica's own copy, and the
+    # replicas agree on every value written, so no merge is needed.
+    for var, x in zip(self._state.variables,
+                      fastmath.tree_leaves(mean_state(new_state))):
+      updates.append(tf.raw_ops.AssignVariableOp(
+          resource=var.handle, value=tf.cast(x, var.dtype)))
+    with tf.control_dependencies(updates):
+      loss = tf.identity(loss)
+      stats = {k: tf.identity(v) for k, v in stats.items()}
+    return loss, stats
+
   def _update(self, step, grads, weights, slots, opt_params):
     return self._optimizer.tree_update(step, grads, weights, slots,
                                        opt_params, store_slots=False)
@@ -186,6 +221,8 @@ class Trainer:
   def _replica_step(self, batch, rng, step, opt_params):
     ctx = tf.distribute.get_replica_context()
     rng = fastmath.random.fold_in(rng, ctx.replica_id_in_sync_group)
+    if self._fused is not None:
+      return self._in_place_fn(batch, rng, step, opt_params)
     loss, stats, new_weights, new_slots, new_state = self._compute_fn(
         batch, rng, step, opt_params, self._weights.read(),
         self._slots.read(), self._state.read())
@@ -230,6 +267,8 @@ class Trainer:
       params.update(opt_params)
     if learning_rate is not None:
       params['learning_rate'] = learning_rate
+    if self._fused is not None and opt_params:
+      self._fused.check_opt_params(params)
     params = {k: tf.constant(v, tf.float32) for k, v in params.items()}
     if not isinstance(batch, tf.distribute.DistributedValues) and not (
         isinstance(batch, tuple) and batch and isinstance(
