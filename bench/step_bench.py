@@ -8,8 +8,10 @@ several rounds, as BENCHMARKS.md asks, and prints medians and ratios:
 Each process builds the model, times the first step (build + trace + first
 step), runs 5 warm-up steps, then times 50 steps one by one (each waits for
 its loss) and reports the median, plus its peak RSS. Synthetic batches are
-cycled from memory. With --replicas, the MLP step also runs on 1, 2 and 4
-logical CPU replicas over the same global batch.
+cycled from memory. The LM also runs as a hand-written functional TF step
+(`bare_tf`). With --replicas, the MLP step also runs on 2 and 4 logical CPU
+replicas over the same global batch, beside a Keras MirroredStrategy custom
+step on the same devices.
 """
 
 import argparse
@@ -39,10 +41,13 @@ def main():
   configs = []
   for model in args.models.split(','):
     for jit in (False, True):
-      for impl in ('ours', 'keras'):
+      impls = ('ours', 'keras', 'bare_tf') if model == 'lm' else ('ours',
+                                                                  'keras')
+      for impl in impls:
         configs.append((model, impl, jit, 1))
   if args.replicas:
-    configs += [('mlp', 'ours', False, n) for n in (2, 4)]
+    configs += [('mlp', impl, False, n) for n in (2, 4)
+                for impl in ('ours', 'keras')]
     if ('mlp', 'ours', False, 1) not in configs:
       configs.append(('mlp', 'ours', False, 1))
 
@@ -73,13 +78,25 @@ def main():
         share_of_peak=sps * _GFLOP[model] / peak)
   for key, row in sorted(table.items()):
     model, impl, jit, replicas = key
-    keras_row = table.get((model, 'keras', jit, 1))
+    keras_row = table.get((model, 'keras', jit, replicas))
     ratio = (f'{row["steps_per_s"] / keras_row["steps_per_s"]:.2f}x'
              if keras_row and impl == 'ours' else '')
     name = f'{model} {impl} xla={"on" if jit else "off"} r={replicas}'
     print(f'{name:34s} {row["steps_per_s"]:8.2f} {row["first_step_s"]:7.2f} '
           f'{row["peak_rss_mib"]:8.0f} {100 * row["share_of_peak"]:5.0f}% '
           f'{ratio:>9s}')
+  for jit in (False, True):
+    ours_row, bare = (table.get(('lm', impl, jit, 1))
+                      for impl in ('ours', 'bare_tf'))
+    if ours_row and bare:
+      print(f'lm xla={"on" if jit else "off"}: ours / bare TF = '
+            f'{ours_row["steps_per_s"] / bare["steps_per_s"]:.2f}x')
+  keras_lm = [table[k]['steps_per_s'] for k in table
+              if k[0] == 'lm' and k[1] == 'keras']
+  if keras_lm and ('lm', 'ours', False, 1) in table:
+    best = max(table[k]['steps_per_s'] for k in table
+               if k[0] == 'lm' and k[1] == 'ours')
+    print(f'lm: best ours / fastest Keras setting = {best / max(keras_lm):.2f}x')
   if args.replicas:
     one = table[('mlp', 'ours', False, 1)]['steps_per_s']
     for n in (2, 4):
