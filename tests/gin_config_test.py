@@ -16,9 +16,10 @@ from tfnp_trax import optimizers
 
 CONFIGS = os.path.join(os.path.dirname(__file__), 'testdata', 'trax_configs')
 ALL_CONFIGS = ['gru_copy', 'rse_addition', 'mlp_mnist', 'reformer_copy',
-               'reformer_addition', 'terraformer_copy']
-# Every Trax name these configs use has a tfnp_trax counterpart today.
-COMPLETE_CONFIGS = ['gru_copy', 'rse_addition', 'mlp_mnist', 'reformer_copy']
+               'reformer_addition', 'terraformer_copy',
+               'terraformer_copy_self_attn', 'terraformer_purelsh_copy']
+# Every Trax name these configs use has a tfnp_trax counterpart.
+COMPLETE_CONFIGS = ALL_CONFIGS
 
 
 @pytest.fixture(autouse=True)
@@ -81,30 +82,13 @@ def test_trax_config_values_reach_the_tfnp_trax_objects():
   assert isinstance(adam, optimizers.Adam)
 
 
-@pytest.mark.parametrize('name', ALL_CONFIGS)
-def test_every_trax_config_parses_or_names_what_tfnp_trax_lacks(name):
-  """Parses, or fails only by naming a missing Trax name and its line."""
-  path = _config(name)
-  try:
-    gin_config.parse_config_file(path)
-  except gin_config.GinConfigError as e:
-    message = str(e)
-    missing = [n for n in gin_config.missing_trax_names() if n in message]
-    assert missing, message
-    assert 'does not provide yet' in message
-    assert '.gin", line ' in message, message
-    return
-  assert name != 'terraformer_copy'  # Its model is not in tfnp_trax yet.
-
-
-def test_reformer_addition_skips_only_the_terraformer_bindings():
+def test_reformer_addition_skips_no_binding():
   path = _config('reformer_addition')
   gin_config.parse_config_file(path)
-  skipped = gin_config.skipped_bindings()
-  assert {n for _, n in skipped} == {'trax.models.ConfigurableTerraformer'}
-  first = _line_of(path, 'ConfigurableTerraformer.d_model')
-  assert skipped[0] == (f'{path}:{first}',
-                        'trax.models.ConfigurableTerraformer')
+  # Its ConfigurableTerraformer bindings now reach tfnp_trax's model.
+  assert gin_config.skipped_bindings() == []
+  assert gin.query_parameter('ConfigurableTerraformer.d_model') == (
+      gin.query_parameter('ConfigurableTransformerLM.d_model'))
   # Trax 1.4.1's ConfigurableTransformerLM arguments reach ours.
   assert gin.query_parameter(
       'ConfigurableTransformerLM.pos_start_from_zero_prob') == 0.05
@@ -112,15 +96,13 @@ def test_reformer_addition_skips_only_the_terraformer_bindings():
       'ConfigurableTransformerLM.pos_max_offset_to_add') == 300
 
 
-def test_terraformer_copy_names_the_missing_model():
-  path = _config('terraformer_copy')
-  with pytest.raises(gin_config.GinConfigError) as info:
-    gin_config.parse_config_file(path)
-  message = str(info.value)
-  assert message.startswith('trax.models.ConfigurableTerraformer is a Trax '
-                            'gin name that tfnp_trax does not provide yet')
-  line = _line_of(path, 'train.model = @trax.models.ConfigurableTerraformer')
-  assert f'line {line}' in message
+def test_terraformer_copy_builds_trax_terraformer():
+  gin_config.parse_config_file(_config('terraformer_copy'))
+  assert gin.query_parameter('train.model').selector == (
+      'trax.models.ConfigurableTerraformer')
+  model_fn = gin.query_parameter('train.model').scoped_configurable_fn
+  text = str(model_fn(mode='eval'))
+  assert 'ReversibleHalfResidual' in text
 
 
 def test_reformer_copy_builds_trax_fixed_base_reformer():

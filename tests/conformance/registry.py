@@ -20,6 +20,8 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.models import resnet
 from tfnp_trax.rl import distributions
 
+from tests.conformance import registry_research
+
 __all__ = ['Entry', 'ENTRIES', 'NOT_COVERED', 'entry_names', 'get', 'build',
            'make_inputs', 'public_constructors']
 
@@ -404,6 +406,8 @@ _add('PolicyAndValue', lambda: models.PolicyAndValue(
     distributions.Categorical(3),
     body=lambda mode: tl.Serial(tl.Dense(8), tl.Relu()), mode='eval'),
      _f(2, 4))
+
+registry_research.register(_add, _f, _i, _b)
 
 
 def entry_names(check=None):

@@ -99,9 +99,9 @@ def test_bad_heads_and_unsupported_options_are_named(rng):
                      match='SplitIntoHeads: d_feature 6 is not a multiple of '
                      'n_heads 4'):
     tl.SplitIntoHeads(4)(x)
-  with pytest.raises(NotImplementedError,
-                     match="AttentionQKV: q_sparsity=4 is not supported"):
-    tl.AttentionQKV(8, q_sparsity=4)
+  with pytest.raises(ValueError,
+                     match="AttentionQKV: q_sparsity=0.5; expected None"):
+    tl.AttentionQKV(8, q_sparsity=0.5)
   with pytest.raises(ValueError, match="PureAttention: mode must be one of"):
     tl.PureAttention(mode='training')
 

@@ -185,6 +185,49 @@ from tfnp_trax.layers.research.position_encodings import SinCosPositionalEncodin
 from tfnp_trax.layers.research.position_encodings import TimeBinPositionalEncoding
 from tfnp_trax.layers.research.position_encodings import threefry_2x32_prange
 from tfnp_trax.layers.research.position_encodings import threefry_2x32_prf
+from tfnp_trax.layers.research.sparsity import ConvCausalAttention
+from tfnp_trax.layers.research.sparsity import EinsumDense
+from tfnp_trax.layers.research.sparsity import FactoredDense
+from tfnp_trax.layers.research.sparsity import LocallyConnectedDense
+from tfnp_trax.layers.research.sparsity import LocallyConvDense
+from tfnp_trax.layers.research.sparsity import LowRankCausalAttention
+from tfnp_trax.layers.research.sparsity import LowRankDense
+from tfnp_trax.layers.research.sparsity import MergeLastTwoAxes
+from tfnp_trax.layers.research.sparsity import ModularCausalAttention
+from tfnp_trax.layers.research.sparsity import MultiplicativeCausalAttention
+from tfnp_trax.layers.research.sparsity import MultiplicativeConvCausalAttention
+from tfnp_trax.layers.research.sparsity import MultiplicativeModularCausalAttention
+from tfnp_trax.layers.research.sparsity import MultiplicativeModularSparseDense
+from tfnp_trax.layers.research.sparsity import RandomLayer
+from tfnp_trax.layers.research.sparsity import ReversibleRandomPermute
+from tfnp_trax.layers.research.sparsity import ReversibleReshapePermute
+from tfnp_trax.layers.research.sparsity import SparseDenseWithOptions
+from tfnp_trax.layers.research.sparsity import SplitLastAxis
+from tfnp_trax.layers.research.sparsity import BlockSparseFF
+from tfnp_trax.layers.research.sparsity import CausalFavor
+from tfnp_trax.layers.research.sparsity import CausalFavorAttention
+from tfnp_trax.layers.research.sparsity import Favor
+from tfnp_trax.layers.research.sparsity import FavorAttention
+from tfnp_trax.layers.research.sparsity import SparseFF
+from tfnp_trax.layers.research.sparsity import SwitchSparseFF
+from tfnp_trax.layers.research.rel_attention import CreateAttentionMaskLayer
+from tfnp_trax.layers.research.rel_attention import PositionalEmbeddings
+from tfnp_trax.layers.research.rel_attention import RelativeAttention
+from tfnp_trax.layers.research.rel_attention import RelativeAttentionLMLayer
+from tfnp_trax.layers.research.rel_attention import RelativeAttentionLayer
+from tfnp_trax.layers.research.rel_attention import RelativeAttentionWrapper
+from tfnp_trax.layers.research.rel_attention import ShiftRightCls
+from tfnp_trax.layers.research.rel_attention import calc_funnel_ratio
+from tfnp_trax.layers.research.rel_attention import get_rel_att_inputs
+from tfnp_trax.layers.research.resampling import AttentionResampling
+from tfnp_trax.layers.research.resampling import AveragePooling
+from tfnp_trax.layers.research.resampling import FeedForwardBlock
+from tfnp_trax.layers.research.resampling import LinearPooling
+from tfnp_trax.layers.research.resampling import LinearUpsampling
+from tfnp_trax.layers.research.resampling import NaiveUpsampling
+from tfnp_trax.layers.research.resampling import NoUpsampling
+from tfnp_trax.layers.research.rotary_positional_embedding import Rotate
+from tfnp_trax.layers.research.rotary_positional_embedding import rotate
 from tfnp_trax.layers.weight_files import N_WEIGHTS_SHARDS
 from tfnp_trax.layers.weight_files import flatten_weights_and_state
 from tfnp_trax.layers.weight_files import np_from_file
@@ -252,4 +295,20 @@ __all__ = [
     'apply_broadcasted_dropout', 'attend', 'hash_vecs', 'length_normalized',
     'look_adjacent', 'mask_self_attention', 'permute_via_gather',
     'permute_via_sort',
+    'ConvCausalAttention', 'EinsumDense', 'FactoredDense',
+    'LocallyConnectedDense', 'LocallyConvDense', 'LowRankCausalAttention',
+    'LowRankDense', 'MergeLastTwoAxes', 'ModularCausalAttention',
+    'MultiplicativeCausalAttention', 'MultiplicativeConvCausalAttention',
+    'MultiplicativeModularCausalAttention',
+    'MultiplicativeModularSparseDense', 'RandomLayer',
+    'ReversibleRandomPermute', 'ReversibleReshapePermute',
+    'SparseDenseWithOptions', 'SplitLastAxis',
+    'BlockSparseFF', 'CausalFavor', 'CausalFavorAttention', 'Favor',
+    'FavorAttention', 'SparseFF', 'SwitchSparseFF',
+    'CreateAttentionMaskLayer', 'PositionalEmbeddings', 'RelativeAttention',
+    'RelativeAttentionLMLayer', 'RelativeAttentionLayer',
+    'RelativeAttentionWrapper', 'ShiftRightCls', 'calc_funnel_ratio',
+    'get_rel_att_inputs', 'AttentionResampling', 'AveragePooling',
+    'FeedForwardBlock', 'LinearPooling', 'LinearUpsampling',
+    'NaiveUpsampling', 'NoUpsampling', 'Rotate', 'rotate',
 ]

@@ -87,9 +87,10 @@ def AttentionQKV(d_feature, n_heads=1, dropout=0.0, mode='train',
     cache_KV_in_predict: in 'predict' mode, compute the key and value
       projections once (on the first call) and reuse them; used when keys and
       values come from a fixed encoder output.
-    q_sparsity: None for a Dense query projection, or 'noop' for none.
-      Factored sparse projections are not supported.
-    result_sparsity: None for a Dense output projection, or 'noop' for none.
+    q_sparsity: None for a Dense query projection, 'noop' for none, or an
+      int n for Trax's factored sparse projection (FactoredDense with n
+      modules, then LocallyConvDense).
+    result_sparsity: as `q_sparsity`, for the output projection.
 
   Returns:
     A layer with n_in=4, n_out=2.
@@ -101,9 +102,19 @@ def AttentionQKV(d_feature, n_heads=1, dropout=0.0, mode='train',
       return core.Dense(d_feature)
     if sparsity == 'noop':
       return cb.Serial()  # The identity, as in Trax.
-    raise NotImplementedError(
-        f'AttentionQKV: {what}={sparsity!r} is not supported; use None (a '
-        f'Dense projection) or \'noop\' (no projection).')
+    if not isinstance(sparsity, int) or isinstance(sparsity, bool) or (
+        sparsity < 1):
+      raise ValueError(
+          f'AttentionQKV: {what}={sparsity!r}; expected None (a Dense '
+          f'projection), \'noop\' (no projection) or a positive int (a '
+          f'factored sparse projection).')
+    # Imported here: the research layers are built on this module.
+    from tfnp_trax.layers.research import _local_conv, _sparse_dense  # pylint: disable=g-import-not-at-top
+    return cb.Serial(
+        _sparse_dense.FactoredDense(sparsity, d_feature, d_feature),
+        _local_conv.LocallyConvDense(sparsity, d_feature // sparsity,
+                                     mode=mode, kernel_size=3,
+                                     length_kernel_size=3))
 
   def kv_projection():
     if cache_KV_in_predict and mode == 'predict':

@@ -97,6 +97,17 @@ class DotProductCausalAttention(base.Layer):
     self._dropout = dropout
     self._max_len = max_inference_length
     self._mode = mode
+    self._portal_mask = self.monkey_patched_mask()  # pylint: disable=assignment-from-none
+
+  def monkey_patched_mask(self):
+    """None; the Terraformer's decoder patches in its source-mask portal.
+
+    With a portal (an object whose `get_value()` is the source padding mask
+    of the joined source+target sequence), predict mode also remembers which
+    cached positions are real tokens, as Trax does, so decoding skips the
+    source's padding. As in Trax, this assumes batch size 1.
+    """
+    return None
 
   @property
   def mode(self):
@@ -120,17 +131,35 @@ class DotProductCausalAttention(base.Layer):
 
   def _update_cache(self, new_k, new_v, n_new):
     """Writes the new keys/values at the index; returns cache and mask."""
-    if not isinstance(self.state, tuple) or len(self.state) != 3:
+    portal = self._portal_mask
+    n_state = 3 if portal is None else 4
+    if not isinstance(self.state, tuple) or len(self.state) != n_state:
       raise ValueError(f'{self.name}: predict mode needs the key/value cache '
                        f'in the state; call layer.init(...) first.')
-    keys, values, index = self.state
+    if portal is None:
+      keys, values, index = self.state
+    else:
+      known, keys, values, index = self.state
     self._check_length(n_new, index)
     keys = fastmath.dynamic_update_slice_in_dim(
         keys, new_k.astype(keys.dtype), index, axis=1)
     values = fastmath.dynamic_update_slice_in_dim(
         values, new_v.astype(values.dtype), index, axis=1)
-    self.state = (keys, values, index + n_new)
-    return keys, values, core_attn.causal_mask(n_new, self._max_len, index)
+    mask = core_attn.causal_mask(n_new, self._max_len, index)
+    if portal is None:
+      self.state = (keys, values, index + n_new)
+      return keys, values, mask
+    # Which cached positions hold real tokens: the source's non-padding
+    # positions (from the portal), the position just after the source, and
+    # every decoded position.
+    source = jnp.reshape(portal.get_value(), (-1,)) != 0
+    known = fastmath.dynamic_update_slice_in_dim(known, source, 0, axis=0)
+    true = jnp.ones((1,), dtype=jnp.bool_)
+    known = fastmath.dynamic_update_slice_in_dim(
+        known, true, jnp.sum(portal.get_value(), dtype=jnp.int32), axis=0)
+    known = fastmath.dynamic_update_slice_in_dim(known, true, index, axis=0)
+    self.state = (known, keys, values, index + n_new)
+    return keys, values, jnp.logical_and(mask, known[None, None, :])
 
   def _check_length(self, n_new, index):
     if n_new > self._max_len:
@@ -155,3 +184,5 @@ class DotProductCausalAttention(base.Layer):
         jnp.zeros((batch, self._max_len, k_sig.shape[-1]), dtype=k_sig.dtype),
         jnp.zeros((batch, self._max_len, v_sig.shape[-1]), dtype=v_sig.dtype),
         jnp.zeros((), dtype=jnp.int32))
+    if self._portal_mask is not None:
+      self.state = (jnp.zeros((self._max_len,), dtype=jnp.bool_),) + self.state

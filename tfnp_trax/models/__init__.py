@@ -10,10 +10,14 @@ from tfnp_trax.models import rl
 from tfnp_trax.models import rnn
 from tfnp_trax.models import transformer
 from tfnp_trax.models.reformer import reformer
+from tfnp_trax.models.research import bert
 from tfnp_trax.models.research import configurable_transformer
+from tfnp_trax.models.research import hourglass
 from tfnp_trax.models.research import layerdrop_transformer
 from tfnp_trax.models.research import rezero
 from tfnp_trax.models.research import rse
+from tfnp_trax.models.research import terraformer
+from tfnp_trax.models.research import transformer2
 from tfnp_trax.models.transformer import Transformer
 from tfnp_trax.models.transformer import TransformerDecoder
 from tfnp_trax.models.transformer import TransformerEncoder
@@ -43,6 +47,12 @@ from tfnp_trax.models.research.rse import ResidualShuffleExchange
 from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformer
 from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformerEncoder
 from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformerLM
+from tfnp_trax.models.research.hourglass import HourglassLM
+from tfnp_trax.models.research.bert import BERT
+from tfnp_trax.models.research.bert import BERTClassifierHead
+from tfnp_trax.models.research.bert import BERTRegressionHead
+from tfnp_trax.models.research.transformer2 import Transformer2
+from tfnp_trax.models.research.terraformer import ConfigurableTerraformer
 from tfnp_trax.models.reformer.reformer import Reformer
 from tfnp_trax.models.reformer.reformer import ReformerLM
 from tfnp_trax.models.reformer.reformer import ReformerShortenLM
@@ -59,5 +69,6 @@ __all__ = [
     'ReZeroTransformerLM', 'ResidualShuffleExchange',
     'ConfigurableTransformer', 'ConfigurableTransformerEncoder',
     'ConfigurableTransformerLM', 'Reformer', 'ReformerLM',
-    'ReformerShortenLM',
+    'ReformerShortenLM', 'BERT', 'BERTClassifierHead', 'BERTRegressionHead',
+    'Transformer2', 'HourglassLM', 'ConfigurableTerraformer',
 ]

@@ -197,19 +197,30 @@ def test_copy_task_with_lsh_attention_learns():
   assert after >= 0.9, after
 
 
-@pytest.mark.parametrize('build, pattern', [
-    (lambda: reformer.ReformerLM(11, ff_sparsity=4),
+@pytest.mark.parametrize('build, missing, pattern', [
+    (lambda: reformer.ReformerLM(11, ff_sparsity=4), 'SparseFF',
      r"ReformerLM: ff_sparsity=4 needs tl\.SparseFF \(ff_sparsity_type="
      r"'1inN'\) from Trax's research layers, which tfnp_trax does not "
      r'provide yet'),
     (lambda: reformer.ReformerLM(11, loss_sparsity=4),
+     'SparseDenseWithOptions',
      r'ReformerLM: loss_sparsity=4 needs tl\.FactoredDense'),
-    (lambda: reformer.ReformerShortenLM(11, ff_sparsity=2),
+    (lambda: reformer.ReformerShortenLM(11, ff_sparsity=2), 'SparseFF',
      r'ReformerShortenLM: ff_sparsity=2 needs tl\.SparseFF'),
 ])
-def test_unavailable_options_name_the_missing_layer(build, pattern):
+def test_missing_layers_are_named(build, missing, pattern, monkeypatch):
+  # As before tfnp_trax had Trax's sparsity layers.
+  monkeypatch.delattr(tl, missing, raising=False)
   with pytest.raises(NotImplementedError, match=pattern):
     build()
+
+
+def test_sparse_feed_forward_matches_trax():
+  # Recorded with the configurable models' sparse options.
+  from tests.models.research import configurable_transformer_test as ctt  # pylint: disable=g-import-not-at-top
+  ctt.check_sparse_case('reformer_lm_sparse_ff', reformer.ReformerLM,
+                        dict(n_layers=1, ff_sparsity=4, d_attention_key=4,
+                             d_attention_value=4))
 
 
 def test_time_bin_pos_type_fails_as_in_trax():

@@ -2,9 +2,13 @@
 
 Trax 1.4.1 built the same tiny models; loading its weights into ours must
 give its outputs (tests/testdata/reformer/). The default LM must equal our
-TransformerLM under shared weights, and options whose layers tfnp_trax
-lacks must fail with an error naming them.
+TransformerLM under shared weights. The sparse options (Trax's sparsity
+layers) must match Trax too (tests/testdata/terraformer/sparse_options.*),
+and, with such a layer missing, fail with an error naming it.
 """
+
+import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -127,31 +131,40 @@ def test_chunked_feed_forward_equals_unchunked(rng):
                              np.asarray(plain(tokens)), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize('kwargs, pattern', [
-    (dict(ff_sparsity=4), r"ConfigurableTransformerLM: ff_sparsity=4 needs "
+# Each option, and the layers it needs; the test takes them out of `tl`, as
+# before tfnp_trax had them, so the message stays checked.
+@pytest.mark.parametrize('kwargs, missing, pattern', [
+    (dict(ff_sparsity=4), ['SparseFF'],
+     r"ConfigurableTransformerLM: ff_sparsity=4 needs "
      r"tl\.SparseFF \(ff_sparsity_type='1inN'\) from Trax's research layers, "
      r'which tfnp_trax does not provide yet; use ff_sparsity=0'),
-    (dict(ff_sparsity='4 16', ff_sparsity_type='1inN'),
+    (dict(ff_sparsity='4 16', ff_sparsity_type='1inN'), ['SparseFF'],
      r'ff_sparsity=\[4, 16\] needs tl\.SparseFF'),
-    (dict(ff_sparsity=2, ff_sparsity_type='Block'),
+    (dict(ff_sparsity=2, ff_sparsity_type='Block'), ['BlockSparseFF'],
      r'ff_sparsity=2 needs tl\.BlockSparseFF'),
-    (dict(ff_sparsity=2, ff_sparsity_type='Switch'),
+    (dict(ff_sparsity=2, ff_sparsity_type='Switch'), ['SwitchSparseFF'],
      r'ff_sparsity=2 needs tl\.SwitchSparseFF'),
-    (dict(loss_sparsity=2), r'loss_sparsity=2 needs tl\.FactoredDense'),
+    (dict(loss_sparsity=2), ['SparseDenseWithOptions'],
+     r'loss_sparsity=2 needs tl\.FactoredDense'),
     (dict(loss_sparsity=2, loss_sparsity_type='lowrank'),
-     r'loss_sparsity=2 needs tl\.LowRankDense'),
-    (dict(loss_sparsity_prob=0.5),
+     ['SparseDenseWithOptions'], r'loss_sparsity=2 needs tl\.LowRankDense'),
+    (dict(loss_sparsity_prob=0.5), ['SparseDenseWithOptions'],
      r'loss_sparsity_prob=0\.5 needs tl\.RandomLayer'),
 ])
-def test_unavailable_options_name_the_missing_layer(kwargs, pattern):
+def test_missing_layers_are_named(kwargs, missing, pattern, monkeypatch):
+  for name in missing:
+    monkeypatch.delattr(tl, name, raising=False)
   with pytest.raises(NotImplementedError, match=pattern):
     ct.ConfigurableTransformerLM(11, **kwargs)
 
 
-def test_other_unavailable_options():
+def test_other_missing_layers_are_named(monkeypatch):
+  for name in ('SparseFF', 'FactoredDense', 'LocallyConvDense'):
+    monkeypatch.delattr(tl, name, raising=False)
   with pytest.raises(NotImplementedError,
                      match=r'ConfigurableTransformer: '
-                     r'enc_dec_attention_sparsity=2 needs tl\.FactoredDense'):
+                     r'enc_dec_attention_sparsity=2 needs tl\.FactoredDense '
+                     r'and tl\.LocallyConvDense'):
     ct.ConfigurableTransformer(11, enc_dec_attention_sparsity=2)
   with pytest.raises(NotImplementedError,
                      match=r'ConfigurableTransformerEncoder: ff_sparsity=8'):
@@ -160,9 +173,16 @@ def test_other_unavailable_options():
                      match=r'FeedForwardWithOptions: ff_sparsity=8'):
     ct.FeedForwardWithOptions(8, 16, 0.0, None, tl.Relu, 0.0, 0, 0, 8, True,
                               'eval')
+
+
+def test_bad_options():
   with pytest.raises(ValueError, match=r"unknown loss_sparsity_type 'bad'"):
     ct.ConfigurableTransformerLM(11, loss_sparsity=2,
                                  loss_sparsity_type='bad')
+  with pytest.raises(ValueError, match=r"ff_sparsity=\[4, 8, 2\] with "
+                     r"ff_sparsity_type='1inN' must be an int n, a pair"):
+    ct.FeedForwardWithOptions(8, 16, 0.0, None, tl.Relu, 0.0, 0, 0,
+                              [4, 8, 2], True, 'eval')
   with pytest.raises(ValueError, match=r"pos_type='axial' selects "
                      r'AxialPositionalEncoding, which needs pos_axial_shape'):
     ct.ConfigurableTransformerLM(11, pos_type='axial')
@@ -171,6 +191,81 @@ def test_other_unavailable_options():
                      r"pos_type='time-bin' builds tl\.TimeBinPositional"
                      r'Encoding without its required time_bin_length'):
     ct.ConfigurableTransformer(11, pos_type='time-bin')
+
+
+# Sparse options against Trax: tests/testdata/terraformer/sparse_options.*,
+# from make_sparse_fixtures.py there (same constructors and arguments).
+_SPARSE = dict(d_model=8, d_ff=16, n_heads=2, max_len=16, dropout=0.1,
+               mode='eval')
+SPARSE_CASES = {
+    'lm_sparse_ff_1inN': (ct.ConfigurableTransformerLM,
+                          dict(n_layers=1, ff_sparsity=4)),
+    'lm_sparse_ff_pair': (ct.ConfigurableTransformerLM,
+                          dict(n_layers=1, ff_sparsity='4 8')),
+    'lm_block_ff': (ct.ConfigurableTransformerLM,
+                    dict(n_layers=1, ff_sparsity=2,
+                         ff_sparsity_type='Block')),
+    'lm_switch_ff': (ct.ConfigurableTransformerLM,
+                     dict(n_layers=1, ff_sparsity=2,
+                          ff_sparsity_type='Switch')),
+    'lm_loss_mult': (ct.ConfigurableTransformerLM,
+                     dict(n_layers=1, loss_sparsity=2)),
+    'lm_loss_lowrank': (ct.ConfigurableTransformerLM,
+                        dict(n_layers=1, loss_sparsity=2,
+                             loss_sparsity_type='lowrank', loss_d_lowrank=3)),
+    'lm_loss_einsum': (ct.ConfigurableTransformerLM,
+                       dict(n_layers=1, loss_sparsity=2,
+                            loss_sparsity_type='einsum')),
+    'lm_loss_local': (ct.ConfigurableTransformerLM,
+                      dict(n_layers=1, loss_sparsity=2,
+                           loss_sparsity_type='local')),
+    # In eval mode Trax always takes the sparse branch of the RandomLayer.
+    'lm_loss_prob': (ct.ConfigurableTransformerLM,
+                     dict(n_layers=1, loss_sparsity=2,
+                          loss_sparsity_prob=0.5)),
+    'transformer_enc_dec_sparse': (
+        ct.ConfigurableTransformer,
+        dict(n_encoder_layers=1, n_decoder_layers=1,
+             enc_dec_attention_sparsity=2)),
+}
+_SPARSE_DIR = (pathlib.Path(__file__).resolve().parents[2] / 'testdata' /
+               'terraformer')
+_SPARSE_RECORDS = json.loads(
+    (_SPARSE_DIR / 'sparse_options.json').read_text())['cases']
+_SPARSE_ARRAYS = dict(np.load(_SPARSE_DIR / 'sparse_options.npz'))
+
+
+def sparse_case_arrays(name, prefix):
+  out, i = [], 0
+  while f'{name}/{prefix}{i}' in _SPARSE_ARRAYS:
+    out.append(_SPARSE_ARRAYS[f'{name}/{prefix}{i}'])
+    i += 1
+  return out
+
+
+def check_sparse_case(name, make, kwargs):
+  """Builds the case with Trax's weights; compares str, shapes, outputs."""
+  model = make(16, **dict(_SPARSE, **kwargs))
+  xs = [jnp.asarray(x) for x in sparse_case_arrays(name, 'x')]
+  xs = tuple(xs) if len(xs) > 1 else xs[0]
+  model.init(shapes.signature(xs))
+  record = _SPARSE_RECORDS[name]
+  assert str(model) == record['repr']
+  assert [list(w.shape) for w in fastmath.tree_flatten(model.weights)] == (
+      record['weight_shapes'])
+  leaves = [jnp.asarray(w) for w in sparse_case_arrays(name, 'w')]
+  model.weights = fastmath.tree_unflatten(leaves, model.weights)[0]
+  ys = model(xs)
+  ys = ys if isinstance(ys, tuple) else (ys,)
+  for y, want in zip(ys, sparse_case_arrays(name, 'y')):
+    np.testing.assert_allclose(np.asarray(y, np.float64), want, rtol=1e-4,
+                               atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize('name', sorted(SPARSE_CASES))
+def test_sparse_options_match_trax(name):
+  make, kwargs = SPARSE_CASES[name]
+  check_sparse_case(name, make, kwargs)
 
 
 def test_options_that_keep_the_dense_layers_are_accepted():

@@ -61,7 +61,7 @@ def DecoderBlock(d_model, d_ff, d_attention_key, d_attention_value, n_heads,
     ff_dropout: dropout rate after the feed-forward hidden layer.
     ff_use_sru: SRU layers beside the feed-forward part (int or pair).
     ff_chunk_size: if > 0, run the feed-forward part on chunks this size.
-    ff_sparsity: must be 0 (sparse feed-forward layers are not in tfnp_trax).
+    ff_sparsity: 0, or the sparsity of `tl.SparseFF` feed-forward parts.
     attention_chunk_size: if > 0, run attention on batch chunks this size.
     n_attention_layers: number of attention half-residuals.
     n_feedforward_layers: number of feed-forward half-residuals.
@@ -119,7 +119,7 @@ def EncoderBlock(d_model, d_ff, n_heads, attention_type, dropout,
     ff_dropout: dropout rate after the feed-forward hidden layer.
     ff_use_sru: SRU layers beside the feed-forward part (int or pair).
     ff_chunk_size: if > 0, run the feed-forward part on chunks this size.
-    ff_sparsity: must be 0 (sparse feed-forward layers are not in tfnp_trax).
+    ff_sparsity: 0, or the sparsity of `tl.SparseFF` feed-forward parts.
     attention_chunk_size: if > 0, run attention on batch chunks this size.
     center_layernorm: LayerNorm subtracts the mean (else RMS norm).
     use_bfloat16: keep the feed-forward weights in bfloat16.
@@ -175,7 +175,7 @@ def EncoderDecoderBlock(d_model, d_ff, n_heads, dropout, ff_activation,
     mode: 'train', 'eval' or 'predict'.
     ff_use_sru: SRU layers beside the feed-forward part (int or pair).
     ff_chunk_size: if > 0, run the feed-forward part on chunks this size.
-    ff_sparsity: must be 0 (sparse feed-forward layers are not in tfnp_trax).
+    ff_sparsity: 0, or the sparsity of `tl.SparseFF` feed-forward parts.
 
   Returns:
     A list of reversible layers.

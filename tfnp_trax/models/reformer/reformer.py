@@ -95,11 +95,13 @@ def ReformerLM(vocab_size, d_model=512, d_ff=2048, d_attention_key=64,
     ff_activation: activation layer constructor of the feed-forward parts.
     ff_use_sru: n or (n, n_units): SRU layers beside each feed-forward part.
     ff_chunk_size: if > 0, run the feed-forward parts on position chunks.
-    ff_sparsity: must be 0 (Trax's SparseFF is not in tfnp_trax yet).
-    loss_sparsity_type: Trax's sparse output layer type.
-    loss_sparsity: must be 0 (sparse output layers are not in tfnp_trax).
-    loss_d_lowrank: rank of Trax's 'lowrank' output layer (unused here).
-    loss_sparsity_prob: must be None.
+    ff_sparsity: 0, or the sparsity of `tl.SparseFF` feed-forward parts.
+    loss_sparsity_type: the sparse output layer's type (see
+      `tl.SparseDenseWithOptions`); None for a Dense one.
+    loss_sparsity: the output layer's sparsity; 0 for a Dense one.
+    loss_d_lowrank: rank of the 'lowrank' output layer.
+    loss_sparsity_prob: None, or the probability (in training) of using
+      the sparse output layer rather than a Dense one.
     attention_chunk_size: if > 0, run attention on batch chunks this size.
     mode: 'train', 'eval' or 'predict'.
 
@@ -109,9 +111,12 @@ def ReformerLM(vocab_size, d_model=512, d_ff=2048, d_attention_key=64,
   where = 'ReformerLM'
   _check_options(where, ff_sparsity, pos_type, pos_axial_shape,
                  pos_d_axial_embs)
-  del loss_d_lowrank  # Only used by Trax's 'lowrank' sparse output layer.
-  output_layer = options.output_dense(where, vocab_size, loss_sparsity_type,
-                                      loss_sparsity, loss_sparsity_prob)
+  # As in Trax, d_input is d_model (the sparse layers that use it see
+  # both streams concatenated, 2 * d_model wide).
+  output_layer = options.output_dense(
+      where, vocab_size, loss_sparsity_type, loss_sparsity,
+      loss_sparsity_prob, d_input=d_model, d_lowrank=loss_d_lowrank,
+      mode=mode)
   positional_embedder = [
       tl.Embedding(vocab_size, d_model),
       tl.Dropout(rate=dropout, shared_axes=[-2], mode=mode),
@@ -175,7 +180,7 @@ def ReformerShortenLM(vocab_size, shorten_factor=1, d_embedding=256,
     ff_activation: activation layer constructor of the feed-forward parts.
     ff_use_sru: n or (n, n_units): SRU layers beside each feed-forward part.
     ff_chunk_size: if > 0, run the feed-forward parts on position chunks.
-    ff_sparsity: must be 0 (Trax's SparseFF is not in tfnp_trax yet).
+    ff_sparsity: 0, or the sparsity of `tl.SparseFF` feed-forward parts.
     attention_chunk_size: if > 0, run attention on batch chunks this size.
     mode: 'train' or 'eval'.
 
@@ -270,7 +275,7 @@ def Reformer(input_vocab_size, output_vocab_size=None, d_model=512,
     pos_d_axial_embs: features per axial axis, summing to d_model.
     ff_use_sru: n or (n, n_units): SRU layers beside each feed-forward part.
     ff_chunk_size: if > 0, run the feed-forward parts on position chunks.
-    ff_sparsity: must be 0 (Trax's SparseFF is not in tfnp_trax yet).
+    ff_sparsity: 0, or the sparsity of `tl.SparseFF` feed-forward parts.
 
   Returns:
     A layer with n_in=2, n_out=2.

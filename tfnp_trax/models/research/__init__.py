@@ -8,9 +8,15 @@ from tfnp_trax.models.research.rezero import ReZeroTransformerDecoder
 from tfnp_trax.models.research.rezero import ReZeroTransformerEncoder
 from tfnp_trax.models.research.rezero import ReZeroTransformerLM
 from tfnp_trax.models.research.rse import ResidualShuffleExchange
+from tfnp_trax.models.research.bert import BERT
+from tfnp_trax.models.research.bert import BERTClassifierHead
+from tfnp_trax.models.research.bert import BERTRegressionHead
+from tfnp_trax.models.research.transformer2 import Transformer2
 from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformer
 from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformerEncoder
 from tfnp_trax.models.research.configurable_transformer import ConfigurableTransformerLM
+from tfnp_trax.models.research.hourglass import HourglassLM
+from tfnp_trax.models.research.terraformer import ConfigurableTerraformer
 
 __all__ = [
     'EveryOtherLayerDropTransformerLM', 'LayerDropTransformerLM',
@@ -18,4 +24,6 @@ __all__ = [
     'ReZeroTransformerEncoder', 'ReZeroTransformerLM',
     'ResidualShuffleExchange', 'ConfigurableTransformer',
     'ConfigurableTransformerEncoder', 'ConfigurableTransformerLM',
+    'BERT', 'BERTClassifierHead', 'BERTRegressionHead', 'Transformer2',
+    'HourglassLM', 'ConfigurableTerraformer',
 ]

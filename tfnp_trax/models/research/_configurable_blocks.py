@@ -62,7 +62,7 @@ def EncoderBlock(d_model, d_ff, n_heads, dropout, dropout_shared_axes, mode,
     ff_dropout: dropout rate after the feed-forward hidden layer.
     ff_chunk_size: if > 0, run the feed-forward part on chunks this size.
     ff_use_sru: SRU layers alongside the feed-forward part (int or pair).
-    ff_sparsity: must select a dense feed-forward part.
+    ff_sparsity: 0, or a sparse feed-forward part's sparsity.
     ff_sparsity_type: see `FeedForwardWithOptions`.
     attention_chunk_size: if > 0, run attention on batch chunks this size.
     attention_type: the attention layer constructor (non-causal, masked).
@@ -103,7 +103,7 @@ def DecoderBlock(d_model, d_ff, n_heads, dropout, dropout_shared_axes, mode,
     ff_dropout: dropout rate after the feed-forward hidden layer.
     ff_chunk_size: if > 0, run the feed-forward part on chunks this size.
     ff_use_sru: SRU layers alongside the feed-forward part (int or pair).
-    ff_sparsity: must select a dense feed-forward part.
+    ff_sparsity: 0, or a sparse feed-forward part's sparsity.
     ff_sparsity_type: see `FeedForwardWithOptions`.
     attention_chunk_size: if > 0, run attention on batch chunks this size.
     attention_type: the attention layer constructor.
@@ -145,13 +145,13 @@ def EncoderDecoderBlock(d_model, d_ff, n_heads, dropout, dropout_shared_axes,
     ff_dropout: dropout rate after the feed-forward hidden layer.
     ff_chunk_size: if > 0, run the feed-forward part on chunks this size.
     ff_use_sru: SRU layers alongside the feed-forward part (int or pair).
-    ff_sparsity: must select a dense feed-forward part.
+    ff_sparsity: 0, or a sparse feed-forward part's sparsity.
     ff_sparsity_type: see `FeedForwardWithOptions`.
     attention_chunk_size: if > 0, run attention on batch chunks this size.
     attention_type: the causal self-attention layer constructor.
-    enc_dec_attention_sparsity: 0, or a pair of 'noop'/None for the
-      cross-attention's query and output projections ('noop' drops that
-      Dense layer); Trax's sparse projections are not in tfnp_trax yet.
+    enc_dec_attention_sparsity: 0 (Dense projections), n > 0 (a sparse
+      query projection of sparsity n and no output projection), or a pair
+      (q_sparsity, result_sparsity) for `tl.AttentionQKV`.
 
   Returns:
     A list of layers.

@@ -54,32 +54,40 @@ def FeedForwardWithOptions(d_model, d_ff, dropout, dropout_shared_axes,
     ff_chunk_size: if > 0, process this many positions at a time.
     ff_use_sru: an int n or a pair (n, n_units): add n SRU layers of n_units
       units (32 by default) on a residual branch.
-    ff_sparsity: must be 0 (or paired with an ff_sparsity_type other than
-      '1inN', 'Block', 'Switch'): Trax's sparse feed-forward layers are not
-      in tfnp_trax yet.
+    ff_sparsity: 0 for the dense block; else the sparsity of the layer
+      `ff_sparsity_type` selects: for '1inN' (`tl.SparseFF`) an int n
+      (blocks of n, rank d_ff // n), a pair (n, d_lowrank), a 4-tuple
+      (n, d_lowrank, temperature, quant_prob) or such numbers in a string
+      ('4 16'); for 'Block'/'Switch' the number of experts.
     center_layernorm: LayerNorm subtracts the mean (True) or only rescales,
       as RMS normalization does (False).
     mode: 'train', 'eval' or 'predict'; dropout runs only in 'train'.
     use_bfloat16: keep the Dense weights in bfloat16.
-    ff_sparsity_type: '1inN', 'Block' or 'Switch' select Trax's SparseFF,
-      BlockSparseFF and SwitchSparseFF when ff_sparsity is set.
+    ff_sparsity_type: '1inN', 'Block' or 'Switch' select `tl.SparseFF`,
+      `tl.BlockSparseFF` and `tl.SwitchSparseFF` when ff_sparsity is set;
+      other values keep the dense block.
 
   Returns:
     A list holding one layer (or list of layers), vectors to vectors.
 
   Raises:
-    NotImplementedError: if the options select a sparse feed-forward layer.
+    NotImplementedError: if the options select a sparse feed-forward layer
+      that tfnp_trax does not have yet.
   """
   ff_sparsity = options.parse_ff_sparsity(ff_sparsity)
-  options.check_ff_sparsity('FeedForwardWithOptions', ff_sparsity,
-                            ff_sparsity_type)
-  ff = _FeedForward(d_model, d_ff, dropout, ff_activation, ff_dropout,
-                    use_bfloat16, mode)
-  res = [tl.LayerNorm(center=center_layernorm), ff,
-         tl.Dropout(rate=dropout, shared_axes=dropout_shared_axes,
-                    mode=mode)]
-  if ff_chunk_size > 0:
-    res = tl.BatchLeadingAxes(tl.Chunk(tl.Serial(res), ff_chunk_size))
+  ff = options.sparse_feed_forward(
+      'FeedForwardWithOptions', d_ff, ff_sparsity, ff_sparsity_type, dropout,
+      dropout_shared_axes, ff_chunk_size, use_bfloat16, mode)
+  if ff is None:
+    ff = _FeedForward(d_model, d_ff, dropout, ff_activation, ff_dropout,
+                      use_bfloat16, mode)
+  res = [tl.LayerNorm(center=center_layernorm), ff]
+  # SparseFF ('1inN') holds its own dropout and chunking.
+  if ff_sparsity_type != '1inN' or not ff_sparsity:
+    res.append(tl.Dropout(rate=dropout, shared_axes=dropout_shared_axes,
+                          mode=mode))
+    if ff_chunk_size > 0:
+      res = tl.BatchLeadingAxes(tl.Chunk(tl.Serial(res), ff_chunk_size))
   if ff_use_sru:
     if isinstance(ff_use_sru, (list, tuple)):
       sru_n_layers, sru_n_units = ff_use_sru

@@ -10,9 +10,9 @@ sin-cos, fixed-base or infinite positional encodings (see
 and are re-exported here under Trax's names.
 
 Options that select one of Trax's research sparsity layers (`ff_sparsity`,
-`loss_sparsity`, `loss_sparsity_prob`, `enc_dec_attention_sparsity`) raise
-NotImplementedError naming the option and the layer, since tfnp_trax does
-not have those layers yet.
+`loss_sparsity`, `loss_sparsity_prob`, `enc_dec_attention_sparsity`) build
+them from `tfnp_trax.layers` (see `_configurable_options`); while a layer
+is missing there, the option raises NotImplementedError naming it.
 """
 
 from tfnp_trax import layers as tl
@@ -50,8 +50,8 @@ _SHARED_ARGS_DOC = """
     ff_dropout: dropout rate after the feed-forward hidden layers.
     ff_chunk_size: if > 0, run the feed-forward parts on position chunks.
     ff_use_sru: n or (n, n_units): SRU layers beside each feed-forward part.
-    ff_sparsity: must be 0: Trax's sparse feed-forward layers are not in
-      tfnp_trax yet.
+    ff_sparsity: 0, or the sparsity of a sparse feed-forward part (see
+      `FeedForwardWithOptions`).
     ff_sparsity_type: '1inN', 'Block' or 'Switch' (with ff_sparsity).
     attention_chunk_size: if > 0, run attention on batch chunks this size.
     pos_type: None for a learned positional encoding; 'sin-cos',
@@ -62,11 +62,13 @@ _SHARED_ARGS_DOC = """
     pos_d_axial_embs: features per axial axis, summing to d_model."""
 
 _LOSS_ARGS_DOC = """
-    loss_sparsity_type: Trax's sparse output layer type ('mult', ...).
-    loss_sparsity: must be 0: sparse output layers are not in tfnp_trax.
-    loss_d_lowrank: rank of the 'lowrank' sparse output layer (unused).
-    loss_sparsity_prob: must be None (Trax mixes sparse and dense outputs
-      with this probability)."""
+    loss_sparsity_type: the sparse output layer: 'mult', 'lowrank',
+      'einsum', 'local' or 'local3' (see `tl.SparseDenseWithOptions`);
+      None for a Dense one.
+    loss_sparsity: the output layer's sparsity; 0 for a Dense one.
+    loss_d_lowrank: rank of the 'lowrank' sparse output layer.
+    loss_sparsity_prob: None, or the probability (in training) of using
+      the sparse output layer rather than a Dense one."""
 
 
 def _check_options(where, ff_sparsity, ff_sparsity_type, pos_type,
@@ -166,9 +168,10 @@ def ConfigurableTransformerLM(vocab_size, d_model=512, d_ff=2048, n_layers=6,
   where = 'ConfigurableTransformerLM'
   _check_options(where, ff_sparsity, ff_sparsity_type, pos_type,
                  pos_axial_shape, pos_d_axial_embs)
-  del loss_d_lowrank  # Only used by Trax's 'lowrank' sparse output layer.
-  output_layer = options.output_dense(where, vocab_size, loss_sparsity_type,
-                                      loss_sparsity, loss_sparsity_prob)
+  output_layer = options.output_dense(
+      where, vocab_size, loss_sparsity_type, loss_sparsity,
+      loss_sparsity_prob, d_input=d_model, d_lowrank=loss_d_lowrank,
+      mode=mode)
   positional_encoder = [
       tl.Embedding(vocab_size, d_model),
       tl.Dropout(rate=dropout, shared_axes=dropout_shared_axes, mode=mode),
@@ -219,8 +222,10 @@ def ConfigurableTransformer(input_vocab_size, output_vocab_size=None,
     encoder_attention_type: the encoder's attention layer constructor.
     encoder_decoder_attention_type: the decoder's causal self-attention
       layer constructor (the cross-attention is always `AttentionQKV`).
-    enc_dec_attention_sparsity: 0, or a pair of None/'noop' for the
-      cross-attention's query and output projections.
+    enc_dec_attention_sparsity: 0 for Dense cross-attention projections;
+      n > 0 for a sparse query projection and none after the attention;
+      or a pair (q_sparsity, result_sparsity) of None (Dense), 'noop' (no
+      layer) or a sparsity (see `tl.AttentionQKV`).
     {shared}
     {loss}
 
@@ -231,14 +236,14 @@ def ConfigurableTransformer(input_vocab_size, output_vocab_size=None,
   _check_options(where, ff_sparsity, ff_sparsity_type, pos_type,
                  pos_axial_shape, pos_d_axial_embs)
   options.check_enc_dec_attention_sparsity(where, enc_dec_attention_sparsity)
-  del loss_d_lowrank  # Only used by Trax's 'lowrank' sparse output layer.
   in_encoder, out_encoder, output_vocab_size = EmbeddingAndPositionalEncodings(
       input_vocab_size, d_model, mode, dropout, dropout_shared_axes, max_len,
       output_vocab_size=output_vocab_size, pos_type=pos_type,
       pos_axial_shape=pos_axial_shape, pos_d_axial_embs=pos_d_axial_embs)
-  output_layer = options.output_dense(where, output_vocab_size,
-                                      loss_sparsity_type, loss_sparsity,
-                                      loss_sparsity_prob)
+  output_layer = options.output_dense(
+      where, output_vocab_size, loss_sparsity_type, loss_sparsity,
+      loss_sparsity_prob, d_input=d_model, d_lowrank=loss_d_lowrank,
+      mode=mode)
   encoder_blocks = [
       EncoderBlock(d_model, d_ff, n_heads, dropout, dropout_shared_axes, mode,
                    ff_activation, ff_dropout, ff_chunk_size, ff_use_sru,
