@@ -317,3 +317,58 @@ def test_half_residual_must_keep_the_accumulator_shape():
                      r'accumulator \(the first input, shape \(2, 4\)\)'):
     layer.init(shapes.signature(x))
     layer(x)
+
+
+def test_traced_backward_starts_each_layer_after_its_gradient():
+  # Traced, every tensor a layer's backward receives (its output, weights,
+  # forward state and rng) must wait for that layer's incoming gradient;
+  # otherwise the graph runs the work that needs only weights/state/rng
+  # (e.g. LSH sort orders from stored buckets) for all layers at the start
+  # and keeps every result alive until the backward reaches it.
+  seen = []
+
+  class Recorder(tl.ReversibleLayer):
+
+    def __init__(self):
+      super().__init__(n_in=2, n_out=2)
+
+    def forward(self, xs):
+      return xs[0] * self.weights[0], xs[1] + self.state
+
+    def reverse(self, output, weights=(), state=(), new_state=(), rng=None):
+      return output[0] / weights[0], output[1] - state
+
+    def init_weights_and_state(self, input_signature):
+      self.weights = (jnp.full((4,), 2.0, jnp.float32),)
+      self.state = jnp.ones((4,), jnp.float32)
+
+    def reverse_and_grad(self, output, grad, weights=(), state=(),
+                         new_state=(), rng=None):
+      seen.append((output, grad, weights, state, new_state, rng))
+      return super().reverse_and_grad(output, grad, weights, state,
+                                      new_state, rng)
+
+  model = tl.ReversibleSerial(Recorder(), tl.ReversibleSwap(), Recorder())
+  xs = (_rand(3, 4), _rand(3, 4, seed=1))
+  model.init(shapes.signature(xs), rng=fastmath.random.get_prng(0))
+  w, s = model.weights, model.state
+  outputs, new_state = model.pure_fn(xs, w, s, fastmath.random.get_prng(1))
+  grad = (jnp.ones((3, 4), jnp.float32), jnp.full((3, 4), 2.0, jnp.float32))
+
+  def backward(outputs, grad, w, s, new_state):
+    return model.reverse_and_grad(outputs, grad, w, s, new_state,
+                                  rng=fastmath.random.get_prng(1))
+  traced = tf.function(backward, autograph=False)
+  traced.get_concrete_function(outputs, grad, w, s, new_state)
+  assert len(seen) == 2
+  for output, ct, weights, state, layer_new_state, rng in seen:
+    ct_ops = {t.op.name for t in ct}
+    for t in fastmath.tree_leaves((output, weights, state, layer_new_state,
+                                   rng)):
+      assert t.op.type == 'Identity', t
+      assert {c.name for c in t.op.control_inputs} == ct_ops, t
+  # The gating changes no values: traced equals eager.
+  seen.clear()
+  want = backward(outputs, grad, w, s, new_state)
+  got = traced(outputs, grad, w, s, new_state)
+  _assert_trees_close(got, want, rtol=1e-6, atol=1e-6)

@@ -222,7 +222,9 @@ def custom_grad(f_vjp, f_original):
         grads = vjp_fn(g_out)
         grads = _zeros_for_none(tuple(grads), tuple(rebuilt))
         return [tf.convert_to_tensor(g) for g in trees.tree_flatten(grads)]
-      return trees.tree_flatten(out), grad_fn
+      # Fresh tensors: tf.custom_gradient refuses outputs that a cond
+      # branch passes through unchanged from the enclosing graph.
+      return [tf.identity(t) for t in trees.tree_flatten(out)], grad_fn
 
     flat_out = inner(*flat_args)
     return trees.tree_unflatten(list(flat_out), holder['out'])[0]

@@ -128,8 +128,10 @@ class ReversibleHalfResidual(ReversibleLayer):
     # no cotangent; they are carried as aux, outside the vjp.
     n_diff = 1 if attention is None else min(n_res_out, attention.n_in)
 
+    residual_state = _mark_second_run(state[0], new_state[0])
+
     def call_compute_residual(x, w):
-      res, _ = compute_residual.pure_fn(x, w, state[0], rngs[0])
+      res, _ = compute_residual.pure_fn(x, w, residual_state, rngs[0])
       res = _stack_tuple(res, n_res_out)
       return res[:n_diff], res[n_diff:]
 
@@ -189,12 +191,35 @@ class ReversibleHalfResidual(ReversibleLayer):
 
 
 def _add(a, b):
-  # A None cotangent (e.g. for an integer input) adds nothing.
-  if a is None:
-    return b
-  if b is None:
+  # A None cotangent (e.g. for an integer input) adds nothing, and neither
+  # does a non-float one (a boolean padding mask's, from an attention layer
+  # that hands its mask input back).
+  if a is None or not _is_float(a):
+    return b if b is None or _is_float(b) else None
+  if b is None or not _is_float(b):
     return a
   return a + b
+
+
+def _is_float(x):
+  dtype = jnp.asarray(x).dtype
+  return dtype.is_floating or dtype.is_complex
+
+
+def _mark_second_run(state, new_state):
+  """Marks SparseFF's remembered state for the reverse recomputation.
+
+  SparseFF keeps `(x, {'running_second_time': ()})`; recomputing it in the
+  backward pass with `(x_of_new_state, {'running_second_time_yes': ()})`
+  makes it replay the forward pass's random choices, as Trax does.
+  """
+  if (isinstance(state, tuple) and len(state) == 2 and
+      isinstance(state[1], dict) and 'running_second_time' in state[1]):
+    return (new_state[0], {'running_second_time_yes': ()})
+  if isinstance(state, (tuple, list)):
+    return type(state)(_mark_second_run(s, n)
+                       for s, n in zip(state, new_state))
+  return state
 
 
 def _forward_and_or_backward(layer):

@@ -31,6 +31,16 @@ __all__ = ['ReversibleLayer', 'ReversibleConcatenatePair', 'ReversibleSelect',
            'ReversibleSerial', 'ReversibleHalfResidual']
 
 
+def _gated(tree, deps):
+  """`fastmath.after(tree, deps)` on the array leaves of `tree` only.
+
+  Other leaves (None, Python numbers, cache markers) are static values in a
+  traced graph, with nothing to schedule; they pass through unchanged.
+  """
+  return fastmath.nested_map(
+      lambda t: fastmath.after(t, deps) if hasattr(t, 'dtype') else t, tree)
+
+
 def _as_tuple(xs):
   return tuple(xs) if isinstance(xs, (list, tuple)) else (xs,)
 
@@ -206,10 +216,15 @@ class ReversibleSerial(ReversibleLayer, cb.Serial):
     for layer, w, s, ns, r in reversed(list(zip(
         self.sublayers, weights, state, new_state, self._rngs(rng)))):
       layer_ct = _stack.inputs_from_stack(stack_grad, layer.n_out, layer.name)
-      # Rebuild this layer's inputs only once its gradient has arrived, so a
-      # traced backward holds one layer's activations at a time.
-      layer_out = fastmath.after(
-          _stack.inputs_from_stack(stack, layer.n_out, layer.name), layer_ct)
+      layer_out = _stack.inputs_from_stack(stack, layer.n_out, layer.name)
+      # Start all of this layer's backward work only once its gradient has
+      # arrived, so a traced backward holds one layer's tensors at a time.
+      # Gating its output alone is not enough: the work that needs only its
+      # weights, rng or forward state (LSH buckets and the sort orders,
+      # masks and gather indices computed from them) would otherwise be
+      # ready when the step starts, and a graph runs it for every layer
+      # then and keeps all the results until the backward reaches them.
+      layer_out, w, s, ns, r = _gated((layer_out, w, s, ns, r), layer_ct)
       layer_in, (in_ct, w_ct) = layer.reverse_and_grad(
           layer_out, layer_ct, w, s, ns, rng=r)
       weights_grad.insert(0, w_ct)

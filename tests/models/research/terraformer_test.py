@@ -147,13 +147,6 @@ def test_predict_decoding_matches_trax_and_recomputation():
                                atol=1e-5, err_msg=f'step {t}')
 
 
-@pytest.mark.xfail(
-    strict=True, raises=tl.LayerError,
-    reason='tl.Cache runs the encoder inside fastmath.cond, and under '
-    'tf.function tf.custom_gradient (ReversibleHalfResidual) refuses '
-    'outputs that a cond branch passes through from the outer graph: "All '
-    'custom_gradient outputs should be from the same graph". Wrapping the '
-    'outputs in tf.identity in fastmath.transforms.custom_grad fixes it.')
 @pytest.mark.parametrize('mode', ['jit', 'xla'])
 def test_predict_decoding_compiled(mode):
   evaluator = _with_trax_weights('terra_self')
@@ -299,16 +292,9 @@ _SHRINK_ATTENTION = {
 }
 
 
-# Training the encoder's PureLSHSelfAttentionWrapper hands
-# ReversibleHalfResidual a bool cotangent for the padding mask, which its
-# `_add` then adds (TypeError); skipping non-float cotangents there fixes it.
-_PURE_LSH_MASK_CT = pytest.mark.xfail(
-    strict=True, reason='bool mask cotangent in ReversibleHalfResidual')
-
-
 @pytest.mark.parametrize('name', [
     'terraformer_copy', 'terraformer_copy_self_attn',
-    pytest.param('terraformer_purelsh_copy', marks=_PURE_LSH_MASK_CT)])
+    'terraformer_purelsh_copy'])
 def test_trax_config_trains_20_steps(name, tmp_path):
   flags = [f'--config={b}' for b in _SHRINK + _SHRINK_ATTENTION[name]]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
