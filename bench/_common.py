@@ -32,10 +32,10 @@ def time_steps(step, n_warmup=5, n_timed=50):
   return statistics.median(times)
 
 
-def matmul_peak_gflops(n=1024, reps=20):
-  """fp32 matmul throughput of this machine through TensorFlow."""
+def matmul_peak_gflops(n=1024, reps=20, dtype='float32'):
+  """Matmul throughput of this machine through TensorFlow (fp32 default)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  a = tf.random.normal((n, n))
+  a = tf.cast(tf.random.normal((n, n)), dtype)
   f = tf.function(lambda x: tf.matmul(x, x))
   f(a).numpy()
   t = time.perf_counter()

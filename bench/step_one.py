@@ -36,19 +36,10 @@ def _batches(model, n=4):
       np.int32),) * 2 for _ in range(n)]
 
 
-def ours(model, jit, replicas):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tfnp_trax import fastmath, optimizers, shapes  # pylint: disable=g-import-not-at-top
-  import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top
+def ours_model_with_loss(model):
+  """The benchmark model (MLP or TransformerLM) with its loss, uninitialized."""
   from tfnp_trax import models  # pylint: disable=g-import-not-at-top
-  from tfnp_trax.supervised.trainer import Trainer  # pylint: disable=g-import-not-at-top
-  strategy = None
-  if replicas > 1:
-    strategy = tf.distribute.MirroredStrategy(
-        [d.name for d in tf.config.list_logical_devices('CPU')])
-  batches = [tuple(b) + (np.ones(b[1].shape, np.float32),)
-             for b in _batches(model)]
-  t0 = time.perf_counter()
+  import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top
   if model == 'mlp':
     net = tl.Serial(tl.Dense(512), tl.Relu(), tl.Dense(512), tl.Relu(),
                     tl.Dense(10))
@@ -57,7 +48,21 @@ def ours(model, jit, replicas):
                                d_ff=LM['d_ff'], n_heads=LM['heads'],
                                n_layers=LM['layers'], max_len=LM['seq'],
                                dropout=0.0)
-  mwl = tl.Serial(net, tl.WeightedCategoryCrossEntropy())
+  return tl.Serial(net, tl.WeightedCategoryCrossEntropy())
+
+
+def ours(model, jit, replicas):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import fastmath, optimizers, shapes  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.supervised.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  strategy = None
+  if replicas > 1:
+    strategy = tf.distribute.MirroredStrategy(
+        [d.name for d in tf.config.list_logical_devices('CPU')])
+  batches = [tuple(b) + (np.ones(b[1].shape, np.float32),)
+             for b in _batches(model)]
+  t0 = time.perf_counter()
+  mwl = ours_model_with_loss(model)
   mwl.init(shapes.signature(batches[0]), rng=fastmath.random.get_prng(0))
   trainer = Trainer(mwl, optimizers.Adam(1e-3, weight_decay_rate=0.0),
                     strategy=strategy, jit_compile=jit or None)
@@ -120,7 +125,6 @@ def _keras_mirrored(keras, tf, model, replicas):
   """Keras's custom step under MirroredStrategy, as its guide writes it."""
   strategy = tf.distribute.MirroredStrategy(
       [d.name for d in tf.config.list_logical_devices('CPU')][:replicas])
-  global_batch = MLP['batch'] if model == 'mlp' else LM['batch']
   datasets = [strategy.experimental_distribute_values_from_function(
       lambda ctx, b=b: tuple(
           tf.constant(x[ctx.replica_id_in_sync_group::replicas])

@@ -1,5 +1,10 @@
 """tfnp_trax: Trax's combinator deep-learning API on TensorFlow NumPy."""
 
+# First: the command line hides TensorFlow's C++ start-up logging, which
+# only works before TensorFlow is imported (no-op in other processes).
+from tfnp_trax.cli import _quiet as _cli_quiet
+_cli_quiet.begin()
+
 # The same top-level names as `import trax`.
 from tfnp_trax import data
 from tfnp_trax import fastmath
@@ -10,6 +15,8 @@ from tfnp_trax import shapes
 from tfnp_trax import supervised
 from tfnp_trax.export.keras import AsKeras
 from tfnp_trax.supervised import lr_schedules as lr
+
+_cli_quiet.end()  # TensorFlow is imported: stderr as before.
 
 __version__ = '0.1.0'
 

@@ -2,6 +2,7 @@
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -12,8 +13,14 @@ from tests import _subprocess
 from tfnp_trax import data
 
 
+# TensorFlow's C++ start-up lines that the command hides by default.
+_NOISE = re.compile(r'^([IWE]\d{4} \d\d:\d\d:|WARNING: All log messages '
+                    r'before absl)|cpu_feature_guard|cudart_stub', re.M)
+
+
 def _train(*flags, timeout=300):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  # No TF_CPP_MIN_LOG_LEVEL: the command must be quiet on its own.
+  env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
   return subprocess.run([sys.executable, '-m', 'tfnp_trax.cli', 'train',
                          *flags], capture_output=True, text=True,
                         timeout=timeout, env=env, cwd=_subprocess.REPO,
@@ -31,6 +38,12 @@ def test_digits_mlp_learns_and_exports(tmp_path):
   out = _train('--task', 'digits', '--model', 'mlp', '--output_dir',
                str(tmp_path / 'run'), '--export', str(tmp_path / 'model'))
   assert out.returncode == 0, out.stderr[-3000:]
+  assert not _NOISE.search(out.stderr), out.stderr[-3000:]
+  lines = out.stdout.splitlines()
+  assert lines[0] == 'tfnp-trax: starting TensorFlow...'
+  assert 'Compiling the training step (step 1)...' in lines
+  # No --steps: the default 4-minute budget sized the run (all 600 fit).
+  assert 'time budget 4m00s, at most 600 steps' in lines[1]
   accuracy = float(re.search(r'Eval: accuracy ([0-9.]+)', out.stdout)[1])
   assert accuracy >= _DIGITS_MIN_ACCURACY, out.stdout[-2000:]
   assert os.path.isdir(tmp_path / 'run' / 'checkpoints' / 'ckpt-600')
@@ -88,8 +101,56 @@ def test_help_lists_the_flags():
   assert out.returncode == 0, out.stderr[-2000:]
   for flag in ('--model', '--task', '--steps', '--batch_size', '--output_dir',
                '--strategy', '--eval_every', '--checkpoint_every',
-               '--[no]resume', '--export'):
+               '--[no]resume', '--export', '--time_budget', '--[no]verbose'):
     assert flag in out.stdout
+  assert not _NOISE.search(out.stderr), out.stderr[-2000:]
+
+
+def test_verbose_shows_tensorflow_start_up_logging():
+  out = _train('--help', '--verbose', timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
+  # TensorFlow 2.21 always logs its oneDNN notice before absl starts.
+  assert _NOISE.search(out.stderr), out.stderr[-2000:]
+
+
+def test_budgeted_run_resumes_with_its_recorded_step_count(tmp_path, capsys):
+  from tfnp_trax.cli import _time_budget  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  flags = ['tfnp-trax train', '--d_model', '16', '--n_layers', '1',
+           '--seq_len', '16', '--batch_size', '4', '--steps', '30',
+           '--eval_every', '10', '--sample_length', '0', '--output_dir',
+           str(tmp_path)]
+  assert train.main(flags + ['--time_budget', '10m']) == 0
+  first = capsys.readouterr().out
+  plan = _time_budget.read_plan(str(tmp_path))
+  assert plan.total_steps == 30 and plan.warmup_steps == 3, first
+  # Steps 21-30's mean training loss: the same weights and learning rates
+  # give the same value (eval numbers would differ: the eval data's
+  # position is not checkpointed).
+  loss_at_30 = re.compile(r'Step +30: train WeightedCategoryCrossEntropy'
+                          r' \| +([0-9.]+)')
+  final = loss_at_30.search(first)[1]
+  # Lose the checkpoints after step 10, as if the run had stopped there,
+  # and resume with the default flags: the recorded count and warm-up,
+  # not the defaults, decide, and the run ends as the first did.
+  ckpts = tmp_path / 'checkpoints'
+  for name in os.listdir(ckpts):
+    if name.startswith('ckpt-') and int(name[5:]) > 10:
+      shutil.rmtree(ckpts / name)
+  # Without --steps and --time_budget the defaults (4 minutes, at most
+  # 2000 steps, a 100-step warm-up) would apply to a new run.
+  assert train.main([f for f in flags if f not in ('--steps', '30')]) == 0
+  again = capsys.readouterr().out
+  assert 'Resuming with the 30 steps the time budget fixed' in again, again
+  assert 'at step 30' in again
+  assert loss_at_30.search(again)[1] == final
+
+
+def test_bad_time_budget_is_a_usage_error(capsys):
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  assert train.main(['tfnp-trax train', '--time_budget', '4 minutes']) == 2
+  assert ("--time_budget: '4 minutes' is not a duration"
+          in capsys.readouterr().err)
 
 
 _GRU_COPY = os.path.join(_subprocess.REPO, 'tests', 'testdata',
@@ -141,3 +202,33 @@ def test_task_defaults_are_named():
   assert defaults._asdict() == {'steps': 600, 'batch_size': 64,
                                 'learning_rate': 1e-3, 'eval_every': 100}
   assert set(train._DEFAULTS) == {'pylm', 'digits', 'copy'}  # pylint: disable=protected-access
+
+
+def test_precision_flag_trains_in_mixed_bf16(tmp_path, capsys, monkeypatch):
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.supervised import training  # pylint: disable=g-import-not-at-top
+  loops = []
+  real_loop = training.Loop
+
+  def recording_loop(*args, **kwargs):
+    loops.append(real_loop(*args, **kwargs))
+    return loops[-1]
+  monkeypatch.setattr(training, 'Loop', recording_loop)
+  assert train.main(['tfnp-trax train', '--steps', '4', '--d_model', '32',
+                     '--n_layers', '1', '--seq_len', '16', '--eval_every',
+                     '4', '--sample_length', '0', '--precision', 'bf16',
+                     '--output_dir', str(tmp_path)]) == 0
+  assert loops[0].trainer.precision == 'bfloat16'
+  assert all(v.dtype.name == 'float32'
+             for v in loops[0].trainer.variables()['weights'])
+  assert re.search(r'Eval: [0-9.]+ bits/char', capsys.readouterr().out)
+
+
+def test_precision_flag_default_and_bad_value(capsys):
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  train.FLAGS.unparse_flags()
+  train.FLAGS(['tfnp-trax train'])
+  assert train.FLAGS.precision == 'float32'
+  assert train.main(['tfnp-trax train', '--precision', 'fp16']) == 2
+  assert ("flag --precision=fp16: value should be one of <float32|bf16>"
+          in capsys.readouterr().err)

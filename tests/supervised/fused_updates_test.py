@@ -54,7 +54,7 @@ def _adam_reference(w, b, x, y, steps, lr, wd, clip, b1=0.9, b2=0.999,
   return params
 
 
-@pytest.mark.parametrize('jit_compile', [None, True])
+@pytest.mark.parametrize('jit_compile', [None, 'update', True])
 @pytest.mark.parametrize('wd,clip', [(0.0, None), (0.1, 0.05)])
 def test_adam_in_place_matches_numpy(jit_compile, wd, clip):
   batch = _batch()
@@ -63,7 +63,12 @@ def test_adam_in_place_matches_numpy(jit_compile, wd, clip):
   trainer = trainer_lib.Trainer(
       model, optimizers.Adam(0.03, weight_decay_rate=wd, clip_grad_norm=clip),
       jit_compile=jit_compile)
-  assert trainer._fused is not None and trainer._fused.kind == 'adam'
+  # A whole-step XLA program keeps the pure update (XLA fuses it); the
+  # NumPy reference holds on both paths.
+  if jit_compile is True:
+    assert trainer._fused is None
+  else:
+    assert trainer._fused.kind == 'adam'
   for step in range(3):
     _, stats = trainer.one_step(batch, fastmath.random.get_prng(step), step)
   x, y = (np.asarray(a, np.float64) for a in batch)

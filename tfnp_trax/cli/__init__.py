@@ -12,6 +12,7 @@ _COMMANDS = {'train': 'tfnp_trax.cli.train', 'rl': 'tfnp_trax.cli.rl'}
 
 def run(argv=None):
   """Dispatches to a subcommand; `tfnp-trax` alone runs `train`."""
+  this_process = argv is None
   argv = list(sys.argv if argv is None else argv)
   prog = 'tfnp-trax'
   if len(argv) > 1 and argv[1] in ('-h', '--help', 'help'):
@@ -31,8 +32,14 @@ def run(argv=None):
     print(f'usage: {prog} {command} [--flags]\n')
     print(module.FLAGS.get_help())
     return 0
+  kwargs = {}
+  if command == 'train' and this_process:
+    # The time budget counts from the process start, TensorFlow's import
+    # included (tfnp_trax imports it before this runs).
+    from tfnp_trax.cli import _quiet  # pylint: disable=g-import-not-at-top
+    kwargs['started_at'] = _quiet.process_start()
   try:
-    return module.main([f'{prog} {command}'] + rest)
+    return module.main([f'{prog} {command}'] + rest, **kwargs)
   except flags.Error as e:
     # A bad flag value (an unknown enum choice, 'ten' for an integer) is a
     # usage error: say which and exit 2, as for unknown flags, not a crash.

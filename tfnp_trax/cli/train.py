@@ -2,7 +2,15 @@
 
 With no flags it trains a small TransformerLM on the Python standard
 library's own sources (bytes), evaluates in bits per character against the
-unigram baseline, checkpoints and logs to TensorBoard, and prints a sample.
+unigram baseline, checkpoints and logs to TensorBoard, and prints a sample,
+all within a time budget of 4 minutes: it times the first steps after
+compilation and takes as many steps as fit (at most the task's default
+`steps`), with the learning-rate decay fitted to them. `--steps N` alone
+runs exactly N steps; `--time_budget 10m` (or `0`: none) sets the budget
+(with `--steps`, N is then the most it runs). The step count chosen is
+kept in `<output_dir>/time_budget.json`, so a resumed run continues the
+same schedule. TensorFlow's C++ start-up logging is hidden unless
+`--verbose` is given (see `_quiet`).
 
 With `--config_file X.gin` and/or `--config 'train.steps = 100'` it runs a
 gin-configured `trainer_lib.train` instead, exactly as
@@ -18,7 +26,15 @@ from typing import NamedTuple
 from absl import flags
 import numpy as onp
 
+from tfnp_trax.cli import _budget_run
+from tfnp_trax.cli import _progress
+from tfnp_trax.cli import _time_budget
+
 __all__ = ['main', 'build', 'TaskDefaults']
+
+# The default job must end within 5 minutes on any 2-core x86 machine; the
+# minute left over absorbs errors in the timing estimates.
+_DEFAULT_BUDGET = '4m'
 
 FLAGS = flags.FlagValues()
 flags.DEFINE_enum('model', 'transformer_lm',
@@ -27,7 +43,16 @@ flags.DEFINE_enum('model', 'transformer_lm',
 flags.DEFINE_enum('task', 'pylm', ['pylm', 'digits', 'copy'], 'Task.',
                   flag_values=FLAGS)
 flags.DEFINE_integer('steps', None, 'Total training steps (default: per '
-                     'task).', flag_values=FLAGS)
+                     'task, or as many as fit --time_budget).',
+                     flag_values=FLAGS)
+flags.DEFINE_string('time_budget', None, 'Wall-clock budget of the whole run '
+                    '(start-up, training, evals, sample, export): seconds or '
+                    'a duration like 4m or 1m30s; 0 or off: none. Default: '
+                    f'{_DEFAULT_BUDGET}, unless --steps is given (then none). '
+                    'With --steps too, --steps is the most steps it runs.',
+                    flag_values=FLAGS)
+flags.DEFINE_boolean('verbose', False, 'Show TensorFlow\'s C++ start-up '
+                     'logging (hidden by default).', flag_values=FLAGS)
 flags.DEFINE_integer('batch_size', None, 'Global batch size (default: per '
                      'task).', flag_values=FLAGS)
 flags.DEFINE_string('output_dir', None, 'Checkpoints and TensorBoard logs '
@@ -48,12 +73,17 @@ flags.DEFINE_string('export', None, 'Write a SavedModel here at the end.',
 flags.DEFINE_float('learning_rate', None, 'Peak learning rate.',
                    flag_values=FLAGS)
 flags.DEFINE_integer('seed', 0, 'Random seed.', flag_values=FLAGS)
-flags.DEFINE_integer('seq_len', 128, 'Sequence length for pylm.',
+flags.DEFINE_integer('seq_len', 64, 'Sequence length for pylm.',
                      flag_values=FLAGS)
 flags.DEFINE_integer('d_model', 128, 'Transformer width.', flag_values=FLAGS)
-flags.DEFINE_integer('n_layers', 2, 'Transformer depth.', flag_values=FLAGS)
+flags.DEFINE_integer('n_layers', None, 'Transformer depth (default: 1 for '
+                     'pylm, 2 for copy).', flag_values=FLAGS)
 flags.DEFINE_boolean('jit_compile', False, 'Compile the step with XLA.',
                      flag_values=FLAGS)
+flags.DEFINE_enum('precision', 'float32', ['float32', 'bf16'],
+                  'float32, or bf16 for mixed bfloat16 training (float32 '
+                  'weights and optimizer slots, bfloat16 compute).',
+                  flag_values=FLAGS)
 flags.DEFINE_multi_string('config_file', None, 'Gin configuration file(s) '
                           '(Trax\'s .gin files work); runs trainer_lib.train '
                           'as `python -m tfnp_trax.trainer` does.',
@@ -74,7 +104,10 @@ class TaskDefaults(NamedTuple):
 
 
 _DEFAULTS = {
-    'pylm': TaskDefaults(steps=2000, batch_size=32, learning_rate=2e-3,
+    # Short sequences, small batches and one layer: on a slow 2-core CPU
+    # the 4-minute budget buys ~2000 such steps, which reach ~2.4 bits/char
+    # where the earlier 2-layer, 128 x 32 batches managed 320 steps and 3.2.
+    'pylm': TaskDefaults(steps=2000, batch_size=16, learning_rate=5e-3,
                          eval_every=250),
     'digits': TaskDefaults(steps=600, batch_size=64, learning_rate=1e-3,
                            eval_every=100),
@@ -89,9 +122,11 @@ def _tasks(task, batch_size, seed):
   if task == 'pylm':
     train, evals = data.load_corpus()
     info = {'unigram_bits': data.unigram_bits_per_char(train, evals)}
+    # About 32k eval bytes: 8k left eval-to-eval noise of ~0.1 bits/char.
+    n_eval = max(8, 32768 // (batch_size * FLAGS.seq_len))
     return (data.lm_batches(train, batch_size, FLAGS.seq_len, seed),
-            data.lm_batches(evals, batch_size, FLAGS.seq_len, seed + 1), 8,
-            data.pylm.VOCAB_SIZE, info)
+            data.lm_batches(evals, batch_size, FLAGS.seq_len, seed + 1),
+            n_eval, data.pylm.VOCAB_SIZE, info)
   if task == 'digits':
     (xtr, ytr), (xte, yte) = data.load_digits_split(seed=seed)
     return (data.classification_batches(xtr, ytr, batch_size, seed),
@@ -115,7 +150,7 @@ def build(model_name, task, vocab, mode='train'):
           f'--task {task}.')
     return models.TransformerLM(
         vocab, d_model=FLAGS.d_model, d_ff=4 * FLAGS.d_model,
-        n_layers=FLAGS.n_layers, n_heads=4,
+        n_layers=FLAGS.n_layers or (1 if task == 'pylm' else 2), n_heads=4,
         max_len=max(FLAGS.seq_len, FLAGS.sample_length + 1), dropout=0.0,
         mode=mode)
   if sequence_task:
@@ -148,12 +183,29 @@ def _gin_run(argv):
                              FLAGS.config or [], FLAGS.output_dir)
 
 
-def main(argv):
-  """Runs the train command; returns the process exit code."""
+def _budget_seconds():
+  """The time budget in seconds, or None; raises ValueError if malformed."""
+  spec = FLAGS.time_budget
+  if spec is None:
+    spec = None if FLAGS.steps else _DEFAULT_BUDGET
+  return _time_budget.parse_duration(spec)
+
+
+def main(argv, started_at=None):
+  """Runs the train command; returns the process exit code.
+
+  Args:
+    argv: the command line, program name first.
+    started_at: when the run started on the `time.monotonic` clock (the
+      time budget counts from it); default: now. `tfnp-trax` passes the
+      process start, so TensorFlow's import counts too.
+  """
+  started_at = time.monotonic() if started_at is None else started_at
   FLAGS.unparse_flags()  # A second call in one process starts afresh.
   try:
     FLAGS(argv)
-  except flags.Error as e:
+    budget_s = _budget_seconds()
+  except (flags.Error, ValueError) as e:
     # An unknown flag or a bad value is a usage error, not a crash.
     print(f'{argv[0]}: {e}\nRun `{argv[0]} --help` for the flags.',
           file=sys.stderr)
@@ -163,11 +215,10 @@ def main(argv):
   import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top
   from distribute import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
   from tfnp_trax import optimizers  # pylint: disable=g-import-not-at-top
-  from tfnp_trax.supervised import lr_schedules  # pylint: disable=g-import-not-at-top
   from tfnp_trax.supervised import training  # pylint: disable=g-import-not-at-top
 
   defaults = _DEFAULTS[FLAGS.task]
-  steps = FLAGS.steps or defaults.steps
+  max_steps = FLAGS.steps or defaults.steps
   batch_size = FLAGS.batch_size or defaults.batch_size
   lr = FLAGS.learning_rate or defaults.learning_rate
   eval_every = FLAGS.eval_every or defaults.eval_every
@@ -180,6 +231,11 @@ def main(argv):
           f'--noresume was given; choose another --output_dir or drop '
           f'--noresume to continue that run.', file=sys.stderr)
     return 2
+  # Said at once: on a slow machine the data and model take a few seconds.
+  limit = (f'time budget {_time_budget.format_duration(budget_s)}, at most '
+           f'{max_steps} steps' if budget_s else f'{max_steps} steps')
+  print(f'Training {FLAGS.model} on {FLAGS.task}: {limit}, batch '
+        f'{batch_size}, output {output_dir}', flush=True)
 
   strategy = strategy_lib.get_strategy(FLAGS.strategy)
   train_stream, eval_stream, n_eval, vocab, info = _tasks(
@@ -187,9 +243,13 @@ def main(argv):
   with strategy.scope():
     model = build(FLAGS.model, FLAGS.task, vocab)
     eval_model = build(FLAGS.model, FLAGS.task, vocab, mode='eval')
-  schedule = lr_schedules.multifactor(
-      factors='constant * linear_warmup * cosine_decay', constant=lr,
-      warmup_steps=min(100, steps // 10), steps_per_cycle=steps)
+  # The warm-up never depends on the step count, which a budget fixes only
+  # after timing steps of the warm-up (see _time_budget.WarmupCosine).
+  # A resumed budgeted run keeps its first run's warm-up too.
+  prior = (_time_budget.read_plan(output_dir) if os.path.isdir(ckpt_dir)
+           and os.listdir(ckpt_dir) else None)
+  schedule = _time_budget.WarmupCosine(
+      lr, prior.warmup_steps if prior else max(1, min(100, max_steps // 10)))
   task = training.TrainTask(
       train_stream, tl.WeightedCategoryCrossEntropy(),
       optimizers.Adam(lr, weight_decay_rate=0.0, clip_grad_norm=1.0),
@@ -198,17 +258,35 @@ def main(argv):
       eval_stream, [tl.WeightedCategoryCrossEntropy(),
                     tl.WeightedCategoryAccuracy()],
       metric_names=['cross_entropy', 'accuracy'], n_eval_batches=n_eval)
+  progress = []  # Loop builds its callbacks; keep the one it builds.
+
+  def make_progress(loop):
+    progress.append(_progress.Progress(loop))
+    return progress[0]
   loop = training.Loop(model, task, eval_model=eval_model,
                        eval_tasks=[eval_task], output_dir=output_dir,
                        strategy=strategy, random_seed=FLAGS.seed,
                        eval_at=lambda s: s % eval_every == 0,
-                       jit_compile=FLAGS.jit_compile or None)
-  print(f'Training {FLAGS.model} on {FLAGS.task}: {steps} steps, batch '
-        f'{batch_size}, strategy {type(strategy).__name__}, output '
-        f'{output_dir}', flush=True)
+                       callbacks=[make_progress],
+                       jit_compile=FLAGS.jit_compile or None,
+                       precision=FLAGS.precision)
+  print(f'Strategy {type(strategy).__name__}; '
+        f'{"resuming at step %d" % loop.step if loop.step else "starting"}.',
+        flush=True)
+  shape = _budget_run.RunShape(
+      eval_every=eval_every, n_eval_batches=n_eval,
+      checkpoint_every=checkpoint_every,
+      sample_length=FLAGS.sample_length if FLAGS.task == 'pylm' else 0,
+      export=bool(FLAGS.export))
+  total = _budget_run.total_steps(
+      loop, schedule, progress[0], shape, budget_s=budget_s,
+      max_steps=max_steps, explicit_steps=FLAGS.steps,
+      started_at=started_at)
+  schedule.set_total_steps(total)
+  progress[0].total_steps = total
   start = time.time()
-  if loop.step < steps:
-    loop.run(steps - loop.step)
+  if loop.step < total:
+    loop.run(total - loop.step)
   # History keeps eval metrics under Trax's names, 'metrics/<name>'.
   evaluated = loop.history.get('eval', 'metrics/accuracy')
   if evaluated and evaluated[-1][0] == loop.step:
@@ -224,6 +302,7 @@ def main(argv):
     from tfnp_trax import export  # pylint: disable=g-import-not-at-top
     signature = export.export_loop(loop, FLAGS.export)
     print(f'Exported a SavedModel to {FLAGS.export} (inputs {signature})')
+  print(f'Total time {_time_budget.format_duration(time.monotonic() - started_at)}.')
   return 0
 
 

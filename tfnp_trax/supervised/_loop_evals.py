@@ -15,6 +15,7 @@ from tfnp_trax import layers as tl
 from tfnp_trax import shapes
 from tfnp_trax.supervised import _inputs
 from tfnp_trax.supervised import _loop_trainers
+from tfnp_trax.supervised import _precision
 
 __all__ = ['Evaluator', 'MetricsFunction']
 
@@ -28,9 +29,15 @@ class MetricsFunction:
     metrics: a list of metric layers.
     sample_batch: a batch (tuple of arrays) giving the input signature.
     jit_compile: passed to `fastmath.jit` (None: TensorFlow decides).
+    precision: None/'float32', or 'bf16' to run the model in bfloat16 as
+      the Trainer's mixed precision does (weights and the model's float
+      inputs cast to bfloat16; the metrics upcast to float32).
   """
 
-  def __init__(self, model, metrics, sample_batch, jit_compile=None):
+  def __init__(self, model, metrics, sample_batch, jit_compile=None,
+               precision=None):
+    self._compute_dtype = _precision.resolve(precision, 'MetricsFunction')
+    self._n_model_inputs = model.n_in
     self._layer = tl.Serial(model, tl.Branch(*metrics))
     _loop_trainers.init_keeping(
         self._layer, model,
@@ -41,6 +48,10 @@ class MetricsFunction:
     self._fn = fastmath.jit(self._run, jit_compile=jit_compile)
 
   def _run(self, batch, weights, state):
+    if self._compute_dtype is not None:
+      batch = _precision.cast_inputs(batch, self._n_model_inputs,
+                                     self._compute_dtype)
+      weights = _precision.cast_floats(weights, self._compute_dtype)
     out, _ = self._layer.pure_fn(batch, (weights, self._metric_weights),
                                  (state, self._metric_state), self._rng)
     return tuple(out) if isinstance(out, (list, tuple)) else (out,)
@@ -55,13 +66,14 @@ class Evaluator:
   """Averages an EvalTask's metrics over `n_eval_batches` batches.
 
   Built as Trax builds it: the eval model gets the trained weights and the
-  metric layers keep their own.
+  metric layers keep their own. `precision` is the Trainer's (see
+  `MetricsFunction`), so evals see the numbers training computes.
   """
 
-  def __init__(self, eval_model, eval_task):
+  def __init__(self, eval_model, eval_task, precision=None):
     self._task = eval_task
     self._fn = MetricsFunction(eval_model, eval_task.metrics,
-                               eval_task.sample_batch)
+                               eval_task.sample_batch, precision=precision)
     # Eval batches are read on the host and run unreplicated.
     self._stream = _inputs.InputStream(eval_task.labeled_data,
                                        tf.distribute.get_strategy())

@@ -54,9 +54,11 @@ class TaskTrainers:
     strategy: the tf.distribute strategy.
     rng: the key that initializes an uninitialized model.
     jit_compile: passed to each Trainer.
+    precision: passed to each Trainer (None/'float32' or 'bf16').
   """
 
-  def __init__(self, model, tasks, strategy, rng, jit_compile=None):
+  def __init__(self, model, tasks, strategy, rng, jit_compile=None,
+               precision=None):
     self.models_with_loss = []
     self.trainers = []
     for task in tasks:
@@ -65,7 +67,8 @@ class TaskTrainers:
                    local_signature(task.sample_batch, strategy), rng=rng)
       self.models_with_loss.append(with_loss)
       self.trainers.append(trainer_lib.Trainer(
-          with_loss, task.optimizer, strategy, jit_compile=jit_compile))
+          with_loss, task.optimizer, strategy, jit_compile=jit_compile,
+          precision=precision))
     self._n_weights = len(fastmath.tree_leaves(model.weights))
     self._n_state = len(fastmath.tree_leaves(model.state))
     self.active = 0  # The trainer holding the newest model weights.

@@ -25,6 +25,7 @@ from tfnp_trax.supervised import _loop_resume
 from tfnp_trax.supervised import _loop_reversible
 from tfnp_trax.supervised import _loop_tasks
 from tfnp_trax.supervised import _loop_trainers
+from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import run_bookkeeping
 
 __all__ = ['TrainTask', 'EvalTask', 'Loop', 'LossIsNotFiniteError',
@@ -124,6 +125,10 @@ class Loop:
       CheckpointWriteError naming the folder and the OS error; 'warn' logs
       a warning, keeps training and tries again at the next checkpoint.
       Either way no partial checkpoint appears and earlier ones are kept.
+    precision: None or 'float32' trains in float32; 'bf16' (also
+      'bfloat16', 'mixed_bfloat16') trains and evaluates with mixed
+      bfloat16 precision (float32 weights and slots, bfloat16 compute; see
+      `Trainer`). Checkpoints hold float32 weights either way.
   """
 
   def __init__(self, model, tasks, eval_model=None, eval_tasks=None,
@@ -133,7 +138,7 @@ class Loop:
                n_devices=None, random_seed=None, loss_chunk_size=0,
                use_memory_efficient_trainer=False, adasum=False,
                callbacks=None, *, strategy=None, keep_checkpoints=3,
-               jit_compile=None, checkpoint_errors='raise'):
+               jit_compile=None, checkpoint_errors='raise', precision=None):
     tasks = list(tasks) if isinstance(tasks, (list, tuple)) else [tasks]
     if not tasks:
       raise ValueError('Loop: tasks is empty; give at least one TrainTask.')
@@ -178,6 +183,13 @@ class Loop:
     self._rjust_len = max(map(len, [t.loss_name for t in tasks] +
                               metric_names))
 
+    # Checked here so a bad value fails before any model is built.
+    if (_precision.resolve(precision, 'Loop') is not None and
+        use_memory_efficient_trainer):
+      raise NotImplementedError(
+          f'Loop: precision={precision!r} is not supported with '
+          f'use_memory_efficient_trainer=True (the reversible trainer runs '
+          f'in float32); pass precision=None or use the standard trainer.')
     if use_memory_efficient_trainer:
       self._trainers = _loop_reversible.ReversibleTaskTrainers(
           model, tasks, self._strategy, self._rng,
@@ -189,10 +201,12 @@ class Loop:
                  f'with use_memory_efficient_trainer, as in Trax; ignored.',
                  stdout=False)
       self._trainers = _loop_trainers.TaskTrainers(
-          model, tasks, self._strategy, self._rng, jit_compile=jit_compile)
+          model, tasks, self._strategy, self._rng, jit_compile=jit_compile,
+          precision=precision)
     self._streams = [_inputs.InputStream(t.labeled_data, self._strategy)
                      for t in tasks]
-    self._evaluators = [_loop_evals.Evaluator(self._eval_model, t)
+    self._evaluators = [_loop_evals.Evaluator(self._eval_model, t,
+                                              precision=precision)
                         for t in self._eval_tasks]
     self._train_writers = [self._books.summary_writer(d) for d in
                            logs.task_dirs(self._output_dir, tasks, 'train')]
