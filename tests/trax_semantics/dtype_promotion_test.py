@@ -451,12 +451,18 @@ _TRAX_REJECTS = {
     'Resnet_ConvBlock': 'starts with a Conv',
     'Resnet_IdentityBlock_FRN': 'starts with a Conv',
     'ConvGRUCell': 'trax/layers/rnn.py: its gates are Convs',
+    'LocallyConvDense': 'trax/layers/research/sparsity.py: a tl.Conv over '
+                        'the length axis',
+    'ConvCausalAttention': 'trax/layers/research/sparsity.py: its '
+                           'projections are LocallyConvDense',
 }
 
 # Trax's output dtype with integer inputs: one for every output, or a tuple
 # with one per output. Entries not listed: float32 if the layer has weights
 # (an integer input meets float32 weights), else only the values are checked.
 _TRAX_DTYPES = {
+    # Attention layers that hand their boolean mask input back unchanged.
+    'Favor': ('float32', 'bool'), 'RelativeAttentionLayer': ('float32', 'bool'),
     # trax/layers/activation_fns.py: where / maximum / minimum keep int32.
     'Relu': 'int32', 'HardSigmoid': 'int32', 'HardTanh': 'int32',
     # trax/layers/core.py Fn layers that stay in the integers.
