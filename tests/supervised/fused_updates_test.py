@@ -144,3 +144,12 @@ def test_decay_passed_per_step_without_decay_is_an_error():
                      r'for one step.*built with weight_decay_rate=0\.0'):
     trainer.one_step(batch, fastmath.random.get_prng(0), 0,
                      opt_params={'weight_decay_rate': 0.5})
+
+
+def test_unknown_hyperparameter_is_named():
+  batch = _batch()
+  trainer = trainer_lib.Trainer(_linear_model(batch), optimizers.SGD(0.1))
+  with pytest.raises(ValueError, match=r"opt_params \['momentum'\] are not "
+                     r"hyperparameters of SGD \(it has \['learning_rate'\]"):
+    trainer.one_step(batch, fastmath.random.get_prng(0), 0,
+                     opt_params={'momentum': 0.9})

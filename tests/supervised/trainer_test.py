@@ -68,6 +68,22 @@ def test_learning_rate_changes_without_retracing():
   assert trainer.n_traces == 1
 
 
+def test_batch_shape_changes_trace_once_each_and_compute_the_same():
+  big, small = _batch(8), _batch(4)
+  runs = []
+  for batches in ([big, small, big], [big]):
+    trainer = trainer_lib.Trainer(_mlp_with_loss(big), optimizers.SGD(0.1))
+    losses = [float(trainer.one_step(b, fastmath.random.get_prng(0), 0)[0])
+              for b in batches]
+    runs.append((losses, trainer.n_traces))
+  (losses, traces), (first, _) = runs
+  assert traces == 2  # One trace per batch shape; the third call reuses.
+  assert losses[0] == first[0]
+  assert losses[1] != losses[0]
+  # The step trained twice since, so the same batch gives a lower loss.
+  assert losses[2] < losses[0]
+
+
 def test_uninitialized_model_is_a_clear_error():
   model = tl.Serial(tl.Dense(3), tl.Fn('Loss', lambda x: jnp.mean(x)))
   with pytest.raises(ValueError, match='Trainer: model_with_loss is not '

@@ -145,8 +145,10 @@ class Trainer:
                                    jit_compile=True)
                        if jit_compile in (True, 'update') and not whole
                        else self._update)
-    self._in_place_fn = self._compute_in_place
     self.n_traces = 0
+    # The traced step for the last batch layout, called directly: this
+    # skips tf.function's per-call signature matching on the host.
+    self._fast_layout, self._fast_fn = None, None
 
   @property
   def strategy(self):
@@ -244,7 +246,7 @@ class Trainer:
     ctx = tf.distribute.get_replica_context()
     rng = fastmath.random.fold_in(rng, ctx.replica_id_in_sync_group)
     if self._fused is not None:
-      return self._in_place_fn(batch, rng, step, opt_params)
+      return self._compute_in_place(batch, rng, step, opt_params)
     loss, stats, new_weights, new_slots, new_state = self._compute_fn(
         batch, rng, step, opt_params, self._weights.read(),
         self._slots.read(), self._state.read())
@@ -308,6 +310,24 @@ class Trainer:
         isinstance(batch, tuple) and batch and isinstance(
             batch[0], tf.distribute.DistributedValues)):
       batch = self.distribute_batch(batch)
-    loss, stats = self._step_fn(batch, rng,
-                                tf.constant(step, tf.int32), params)
-    return loss, stats
+    return self._call_step(batch, rng, tf.constant(step, tf.int32), params)
+
+  def _call_step(self, batch, rng, step, params):
+    """Runs the compiled step, reusing its traced graph when it can."""
+    if (isinstance(batch, tf.distribute.DistributedValues) or
+        not isinstance(batch, tuple) or tf.config.functions_run_eagerly()):
+      return self._step_fn(batch, rng, step, params)
+    leaves = tf.nest.flatten(batch)
+    layout = (len(batch), len(leaves), getattr(rng, 'dtype', None)) + tuple(
+        (type(x), tuple(getattr(x, 'shape', ())), getattr(x, 'dtype', None))
+        for x in leaves)
+    if layout == self._fast_layout:
+      try:
+        return self._fast_fn(batch, rng, step, params)
+      except TypeError:
+        pass  # A difference this check does not see: trace as usual.
+    out = self._step_fn(batch, rng, step, params)
+    self._fast_fn = self._step_fn.get_concrete_function(batch, rng, step,
+                                                        params)
+    self._fast_layout = layout
+    return out
