@@ -71,6 +71,23 @@ def split_batch(batch, strategy, owner):
   return strategy.experimental_distribute_values_from_function(value_fn)
 
 
+def _write_local(variables, values):
+  """Writes `values` into this replica's copies of `variables`; the ops.
+
+  In a replica function `handle` is this replica's own copy, and the
+  replicas agree on every value written, so no merge is needed.
+  """
+  return [tf.raw_ops.AssignVariableOp(resource=v.handle,
+                                      value=tf.cast(x, v.dtype))
+          for v, x in zip(variables, values)]
+
+
+def _after(updates, loss, stats):
+  """`(loss, stats)`, available only once `updates` have run."""
+  with tf.control_dependencies(updates):
+    return tf.identity(loss), {k: tf.identity(v) for k, v in stats.items()}
+
+
 class Trainer:
   """Trains `model_with_loss` (which outputs a scalar loss) on a strategy.
 
@@ -138,9 +155,10 @@ class Trainer:
     self._fused = (_fused_updates.plan(
         optimizer, self._weights.variables, self._slots.variables,
         self._default_opt_params) if fused_update and not whole else None)
-    self._compute_fn = (tf.function(self._compute, autograph=False,
-                                    jit_compile=True)
-                        if whole else self._compute)
+    # The whole-step XLA program also writes the variables, so XLA updates
+    # them in place instead of returning new arrays to be copied in.
+    self._whole_fn = (tf.function(self._compute_and_write, autograph=False,
+                                  jit_compile=True) if whole else None)
     self._update_fn = (tf.function(self._update, autograph=False,
                                    jit_compile=True)
                        if jit_compile in (True, 'update') and not whole
@@ -227,16 +245,21 @@ class Trainer:
     stats, updates = self._fused.apply(
         step, fastmath.tree_leaves(grads), fastmath.tree_leaves(weights),
         opt_params)
-    # In a replica function `handle` is this replica's own copy, and the
-    # replicas agree on every value written, so no merge is needed.
-    for var, x in zip(self._state.variables,
-                      fastmath.tree_leaves(mean_state(new_state))):
-      updates.append(tf.raw_ops.AssignVariableOp(
-          resource=var.handle, value=tf.cast(x, var.dtype)))
-    with tf.control_dependencies(updates):
-      loss = tf.identity(loss)
-      stats = {k: tf.identity(v) for k, v in stats.items()}
-    return loss, stats
+    updates += _write_local(self._state.variables,
+                            fastmath.tree_leaves(mean_state(new_state)))
+    return _after(updates, loss, stats)
+
+  def _compute_and_write(self, batch, rng, step, opt_params):
+    """`_compute`, then the new weights, slots and state written."""
+    loss, stats, new_weights, new_slots, new_state = self._compute(
+        batch, rng, step, opt_params, self._weights.read(),
+        self._slots.read(), self._state.read())
+    updates = _write_local(
+        self._weights.variables + self._slots.variables +
+        self._state.variables,
+        fastmath.tree_leaves(new_weights) + fastmath.tree_leaves(new_slots)
+        + fastmath.tree_leaves(new_state))
+    return _after(updates, loss, stats)
 
   def _update(self, step, grads, weights, slots, opt_params):
     return self._optimizer.tree_update(step, grads, weights, slots,
@@ -247,7 +270,9 @@ class Trainer:
     rng = fastmath.random.fold_in(rng, ctx.replica_id_in_sync_group)
     if self._fused is not None:
       return self._compute_in_place(batch, rng, step, opt_params)
-    loss, stats, new_weights, new_slots, new_state = self._compute_fn(
+    if self._whole_fn is not None:
+      return self._whole_fn(batch, rng, step, opt_params)
+    loss, stats, new_weights, new_slots, new_state = self._compute(
         batch, rng, step, opt_params, self._weights.read(),
         self._slots.read(), self._state.read())
     _variables.assign_local(
