@@ -6,11 +6,9 @@ inputs, weights and eval-mode outputs (see the README and the generator
 there). `build_case` rebuilds the same layer here from the same arguments.
 """
 
-import json
-import pathlib
-
 import numpy as np
 
+from tests import _recordings
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
@@ -18,23 +16,14 @@ from tfnp_trax.fastmath import numpy as jnp
 __all__ = ['record', 'inputs', 'outputs', 'weights', 'init_with_trax_weights',
            'assert_structure_matches', 'assert_outputs_match']
 
-_DIR = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / (
-    'rel_attention')
-_RECORDS = json.loads((_DIR / 'cases.json').read_text())['cases']
-_ARRAYS = dict(np.load(_DIR / 'fixtures.npz'))
+_RECORDING = _recordings.Recording('rel_attention', 'cases.json',
+                                   'fixtures.npz')
+_arrays = _RECORDING.numbered
 
 
 def record(name):
   """The JSON record: repr, n_in, n_out, weight_shapes, values."""
-  return _RECORDS[name]
-
-
-def _arrays(name, prefix):
-  out, i = [], 0
-  while f'{name}/{prefix}{i}' in _ARRAYS:
-    out.append(_ARRAYS[f'{name}/{prefix}{i}'])
-    i += 1
-  return out
+  return _RECORDING.records[name]
 
 
 def inputs(name):

@@ -6,11 +6,9 @@ eval-mode outputs (see the README and generator there). These helpers load
 a case and build tfnp_trax's model with Trax's weights.
 """
 
-import json
-import pathlib
-
 import numpy as np
 
+from tests import _recordings
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
@@ -18,22 +16,13 @@ from tfnp_trax.fastmath import numpy as jnp
 __all__ = ['record', 'inputs', 'outputs', 'init_with_trax_weights',
            'weight_shapes']
 
-_DIR = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / 'reformer'
-_RECORDS = json.loads((_DIR / 'models.json').read_text())['cases']
-_ARRAYS = dict(np.load(_DIR / 'models.npz'))
+_RECORDING = _recordings.Recording('reformer', 'models.json', 'models.npz')
+_arrays = _RECORDING.numbered
 
 
 def record(name):
   """The JSON record: repr, n_in, n_out, weight_shapes, values."""
-  return _RECORDS[name]
-
-
-def _arrays(name, prefix):
-  out, i = [], 0
-  while f'{name}/{prefix}{i}' in _ARRAYS:
-    out.append(_ARRAYS[f'{name}/{prefix}{i}'])
-    i += 1
-  return out
+  return _RECORDING.records[name]
 
 
 def inputs(name):

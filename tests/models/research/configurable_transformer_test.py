@@ -7,13 +7,12 @@ layers) must match Trax too (tests/testdata/terraformer/sparse_options.*),
 and, with such a layer missing, fail with an error naming it.
 """
 
-import json
-import pathlib
 
 import numpy as np
 import pytest
 
 from tests import _layer_testing as lt
+from tests import _recordings
 from tests.models.research import _recorded
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -228,19 +227,9 @@ SPARSE_CASES = {
         dict(n_encoder_layers=1, n_decoder_layers=1,
              enc_dec_attention_sparsity=2)),
 }
-_SPARSE_DIR = (pathlib.Path(__file__).resolve().parents[2] / 'testdata' /
-               'terraformer')
-_SPARSE_RECORDS = json.loads(
-    (_SPARSE_DIR / 'sparse_options.json').read_text())['cases']
-_SPARSE_ARRAYS = dict(np.load(_SPARSE_DIR / 'sparse_options.npz'))
-
-
-def sparse_case_arrays(name, prefix):
-  out, i = [], 0
-  while f'{name}/{prefix}{i}' in _SPARSE_ARRAYS:
-    out.append(_SPARSE_ARRAYS[f'{name}/{prefix}{i}'])
-    i += 1
-  return out
+_SPARSE_RECORDING = _recordings.Recording(
+    'terraformer', 'sparse_options.json', 'sparse_options.npz')
+sparse_case_arrays = _SPARSE_RECORDING.numbered
 
 
 def check_sparse_case(name, make, kwargs):
@@ -249,7 +238,7 @@ def check_sparse_case(name, make, kwargs):
   xs = [jnp.asarray(x) for x in sparse_case_arrays(name, 'x')]
   xs = tuple(xs) if len(xs) > 1 else xs[0]
   model.init(shapes.signature(xs))
-  record = _SPARSE_RECORDS[name]
+  record = _SPARSE_RECORDING.records[name]
   assert str(model) == record['repr']
   assert [list(w.shape) for w in fastmath.tree_flatten(model.weights)] == (
       record['weight_shapes'])

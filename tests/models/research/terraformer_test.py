@@ -8,7 +8,6 @@ full forward pass computes.
 """
 
 import functools
-import json
 import math
 import os
 import pathlib
@@ -20,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests import _layer_testing as lt
+from tests import _recordings
 from tests import _subprocess
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -32,8 +32,9 @@ from tfnp_trax.models.research import _terraformer_layers
 from tfnp_trax.models.research import terraformer
 
 _DIR = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / 'terraformer'
-_RECORDS = json.loads((_DIR / 'cases.json').read_text())['cases']
-_ARRAYS = dict(np.load(_DIR / 'cases.npz'))
+_RECORDING = _recordings.Recording('terraformer', 'cases.json', 'cases.npz')
+_RECORDS, _ARRAYS = _RECORDING.records, _RECORDING.arrays
+_arrays = _RECORDING.numbered
 _CONFIGS = pathlib.Path(_subprocess.REPO) / 'tests' / 'testdata' / (
     'trax_configs')
 
@@ -66,14 +67,6 @@ CASES = {
     'terra_causal': dict(n_encoder_layers=1, n_decoder_layers=1,
                          encoder_decoder_attention_type=tl.CausalAttention),
 }
-
-
-def _arrays(name, prefix):
-  out, i = [], 0
-  while f'{name}/{prefix}{i}' in _ARRAYS:
-    out.append(_ARRAYS[f'{name}/{prefix}{i}'])
-    i += 1
-  return out
 
 
 def _inputs(name):
