@@ -62,15 +62,12 @@ def assign_local(variables, values):
   """Inside a replica function: each device keeps its replica's `values`.
 
   Replicas must already agree on `values` (e.g. after an all-reduce); the
-  write is then purely local, with no collective.
-  """
-  if not variables:
-    return
-  ctx = tf.distribute.get_replica_context()
+  write is then purely local, with no collective and no merge: in a replica
+  function `handle` is this replica's own copy of a variable.
 
-  def merge_fn(strategy, per_replica_values):
-    for var, val in zip(variables, per_replica_values):
-      strategy.extended.update(
-          var, lambda v, x: v.assign(tf.cast(x, v.dtype)), args=(val,),
-          group=False)
-  ctx.merge_call(merge_fn, args=(list(values),))
+  Returns:
+    The write ops, for control dependencies.
+  """
+  return [tf.raw_ops.AssignVariableOp(resource=v.handle,
+                                      value=tf.cast(x, v.dtype))
+          for v, x in zip(variables, values)]

@@ -71,17 +71,6 @@ def split_batch(batch, strategy, owner):
   return strategy.experimental_distribute_values_from_function(value_fn)
 
 
-def _write_local(variables, values):
-  """Writes `values` into this replica's copies of `variables`; the ops.
-
-  In a replica function `handle` is this replica's own copy, and the
-  replicas agree on every value written, so no merge is needed.
-  """
-  return [tf.raw_ops.AssignVariableOp(resource=v.handle,
-                                      value=tf.cast(x, v.dtype))
-          for v, x in zip(variables, values)]
-
-
 def _after(updates, loss, stats):
   """`(loss, stats)`, available only once `updates` have run."""
   with tf.control_dependencies(updates):
@@ -158,8 +147,9 @@ class Trainer:
         self._default_opt_params) if fused_update and not whole else None)
     # The whole-step XLA program also writes the variables, so XLA updates
     # them in place instead of returning new arrays to be copied in.
-    self._whole_fn = (tf.function(self._compute_and_write, autograph=False,
-                                  jit_compile=True) if whole else None)
+    self._write_fn = (tf.function(self._compute_and_write, autograph=False,
+                                  jit_compile=True)
+                      if whole else self._compute_and_write)
     self._update_fn = (tf.function(self._update, autograph=False,
                                    jit_compile=True)
                        if jit_compile in (True, 'update') and not whole
@@ -246,8 +236,8 @@ class Trainer:
     stats, updates = self._fused.apply(
         step, fastmath.tree_leaves(grads), fastmath.tree_leaves(weights),
         opt_params)
-    updates += _write_local(self._state.variables,
-                            fastmath.tree_leaves(mean_state(new_state)))
+    updates += _variables.assign_local(
+        self._state.variables, fastmath.tree_leaves(mean_state(new_state)))
     return _after(updates, loss, stats)
 
   def _compute_and_write(self, batch, rng, step, opt_params):
@@ -255,7 +245,7 @@ class Trainer:
     loss, stats, new_weights, new_slots, new_state = self._compute(
         batch, rng, step, opt_params, self._weights.read(),
         self._slots.read(), self._state.read())
-    updates = _write_local(
+    updates = _variables.assign_local(
         self._weights.variables + self._slots.variables +
         self._state.variables,
         fastmath.tree_leaves(new_weights) + fastmath.tree_leaves(new_slots)
@@ -271,17 +261,7 @@ class Trainer:
     rng = fastmath.random.fold_in(rng, ctx.replica_id_in_sync_group)
     if self._fused is not None:
       return self._compute_in_place(batch, rng, step, opt_params)
-    if self._whole_fn is not None:
-      return self._whole_fn(batch, rng, step, opt_params)
-    loss, stats, new_weights, new_slots, new_state = self._compute(
-        batch, rng, step, opt_params, self._weights.read(),
-        self._slots.read(), self._state.read())
-    _variables.assign_local(
-        self._weights.variables + self._slots.variables +
-        self._state.variables,
-        fastmath.tree_leaves(new_weights) + fastmath.tree_leaves(new_slots)
-        + fastmath.tree_leaves(new_state))
-    return loss, stats
+    return self._write_fn(batch, rng, step, opt_params)
 
   def _distributed_step(self, batch, rng, step, opt_params):
     self.n_traces += 1
