@@ -54,6 +54,9 @@ def _parse(spec, full_spec):
 class _Checker:
   """Checks tensors against specs, recording sizes as it goes."""
 
+  # What `structural_key` compares (see `layers._structural_key`).
+  STRUCTURAL_ATTRS = ('full_spec', 'context', 'message')
+
   def __init__(self, full_spec, context, message):
     self.full_spec = full_spec
     self.context = context  # e.g. ' (around layer Serial)'.
@@ -122,6 +125,9 @@ class _SharedBindings(threading.local):
 
   Per thread, since replicas of a tf.distribute strategy run in threads.
   """
+
+  # Scratch space of one call: nothing in it describes the computation.
+  STRUCTURAL_ATTRS = ()
 
   def __init__(self):
     super().__init__()

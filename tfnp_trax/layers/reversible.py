@@ -21,10 +21,13 @@ from absl import logging
 
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.fastmath import shared_functions
 from tfnp_trax.layers import _stack
+from tfnp_trax.layers import base
 from tfnp_trax.layers import combinators as cb
 from tfnp_trax.layers._reversible_base import ReversibleLayer
 from tfnp_trax.layers._reversible_residual import ReversibleHalfResidual
+from tfnp_trax.layers._structural_key import structural_key
 
 __all__ = ['ReversibleLayer', 'ReversibleConcatenatePair', 'ReversibleSelect',
            'ReversibleSwap', 'ReversibleReshape', 'ReversiblePrintShape',
@@ -39,6 +42,15 @@ def _gated(tree, deps):
   """
   return fastmath.nested_map(
       lambda t: fastmath.after(t, deps) if hasattr(t, 'dtype') else t, tree)
+
+
+def _uses_cache(tree):
+  """Whether `tree` is, or holds, a shared layer's cache marker."""
+  if base.is_cache_marker(tree):
+    return True
+  if isinstance(tree, (list, tuple)):
+    return any(_uses_cache(t) for t in tree)
+  return False
 
 
 def _as_tuple(xs):
@@ -192,6 +204,9 @@ class ReversibleSerial(ReversibleLayer, cb.Serial):
             f'(e.g. ReversibleHalfResidual, ReversibleSwap, '
             f'ReversibleSelect); put other layers before or after the '
             f'ReversibleSerial.')
+    # Traced, each distinct sublayer's forward and backward is one shared
+    # function, called per sublayer (see `_shared_call`).
+    self._shared = shared_functions.SharedFunctions()
 
   def _rngs(self, rng):
     # The same per-sublayer keys as Serial.forward gives them.
@@ -199,12 +214,51 @@ class ReversibleSerial(ReversibleLayer, cb.Serial):
       return [None] * len(self.sublayers)
     return cb._split_rngs(rng, len(self.sublayers))  # pylint: disable=protected-access
 
+  def _shared_call(self, kind, layer, fn, weights, *args):
+    """`fn(*args)`, traced once per `kind` and structurally equal layer.
+
+    A deep stack of identical blocks then traces as one function per
+    distinct block, called once per block: the traced program (and the
+    memory it costs) stops growing with depth. Eagerly, and for a layer
+    whose weights come from a shared layer's cache, `fn` is called as is.
+    """
+    if not shared_functions.tracing() or _uses_cache(weights):
+      return fn(*args)
+    return self._shared.call((kind, structural_key(layer)), fn, *args)
+
+  def forward(self, xs):
+    if not shared_functions.tracing():
+      return super().forward(xs)
+    stack = xs
+    new_state = []
+    for layer, w, s, r in zip(self.sublayers, self.weights, self.state,
+                              self._rngs(self.rng)):
+      inputs = _stack.inputs_from_stack(stack, layer.n_in, layer.name)
+      if _uses_cache(w) or _uses_cache(s):
+        outputs, s = layer.pure_fn(inputs, w, s, r, use_cache=True)
+      else:
+        outputs, s = self._shared_call(
+            'forward', layer,
+            lambda x, w, s, r, layer=layer: layer.pure_fn(x, w, s, r),
+            w, inputs, w, s, r)
+        # As `pure_fn(..., use_cache=True)` in `Serial.forward` leaves it.
+        layer._set_weights_state_quietly(w, s)  # pylint: disable=protected-access
+      stack = _stack.outputs_onto_stack(outputs, stack, layer.n_in,
+                                        layer.n_out)
+      new_state.append(s)
+    self.state = tuple(new_state)
+    return stack
+
   def reverse(self, output, weights=(), state=(), new_state=(), rng=None):
     stack = output
     for layer, w, s, ns, r in reversed(list(zip(
         self.sublayers, weights, state, new_state, self._rngs(rng)))):
       layer_out = _stack.inputs_from_stack(stack, layer.n_out, layer.name)
-      layer_in = layer.reverse(layer_out, w, s, ns, rng=r)
+      layer_in = self._shared_call(
+          'reverse', layer,
+          lambda y, w, s, ns, r, layer=layer: layer.reverse(y, w, s, ns,
+                                                           rng=r),
+          w, layer_out, w, s, ns, r)
       stack = _stack.outputs_onto_stack(layer_in, stack, layer.n_out,
                                         layer.n_in)
     return stack
@@ -225,8 +279,11 @@ class ReversibleSerial(ReversibleLayer, cb.Serial):
       # ready when the step starts, and a graph runs it for every layer
       # then and keeps all the results until the backward reaches them.
       layer_out, w, s, ns, r = _gated((layer_out, w, s, ns, r), layer_ct)
-      layer_in, (in_ct, w_ct) = layer.reverse_and_grad(
-          layer_out, layer_ct, w, s, ns, rng=r)
+      layer_in, (in_ct, w_ct) = self._shared_call(
+          'reverse_and_grad', layer,
+          lambda y, ct, w, s, ns, r, layer=layer: layer.reverse_and_grad(
+              y, ct, w, s, ns, rng=r),
+          w, layer_out, layer_ct, w, s, ns, r)
       weights_grad.insert(0, w_ct)
       stack = _stack.outputs_onto_stack(layer_in, stack, layer.n_out,
                                         layer.n_in)

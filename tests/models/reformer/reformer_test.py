@@ -117,11 +117,16 @@ def test_reversible_gradient_equals_backprop(mode, monkeypatch):
         lambda w: fastmath.grad(loss)(w), mode)(weights))
 
   got = grads()
-  assert len(calls) == 4  # 2 blocks x (attention half, feed-forward half).
+  # 2 blocks x (attention half, feed-forward half); traced, structurally
+  # equal halves share one trace of their backward.
+  assert (len(calls) == 4 if mode == 'eager' else 2 <= len(calls) <= 4)
+  if mode == 'xla':
+    assert len(calls) == 2, calls  # Both blocks are equal here.
   monkeypatch.setattr(_reversible_base.ReversibleLayer, 'has_backward',
                       property(lambda self: False))
+  n_calls = len(calls)
   want = grads()
-  assert len(calls) == 4  # Plain autodiff: no reverse pass ran.
+  assert len(calls) == n_calls  # Plain autodiff: no reverse pass ran.
   assert len(got) == len(want)
   for i, (g, w) in enumerate(zip(got, want)):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5,
