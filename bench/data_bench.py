@@ -13,9 +13,9 @@ runs over the corpus on each path (Python iterators, as Trax; and a
 examples), interleaved over several rounds, and the median tokens/s (real,
 unpadded tokens: the sum of the loss weights) is printed, with the fp32
 matmul GFLOP/s of the machine at the time. Two tokenizers: `vocab_type='char'`
-(UTF-8 bytes; TensorFlow ops on the tf.data path) and Trax's
-`en_8k.subword` (Python on both paths; through `tf.py_function`, once per
-block, on the tf.data path). The reference TransformerLM training step
+(UTF-8 bytes) and Trax's `en_8k.subword`; both run in Python on the
+generator path and as TensorFlow ops on the tf.data path (no
+`tf.py_function`). The reference TransformerLM training step
 (BENCHMARKS.md, batch 16 x 128 tokens) is timed in the same run through
 `step_one.py`, for the tokens/s the pipeline has to feed.
 
@@ -78,7 +78,8 @@ def tokens_per_second(texts, on_dataset, tokenizer, epochs):
   paths, and work read ahead before the first batch is not counted twice.
 
   Returns:
-    (real tokens/s, padded tokens/s, build seconds, first batch seconds).
+    (real tokens/s, padded tokens/s, build seconds, first batch seconds,
+    real tokens/s after the first batch).
   """
   np.random.seed(0)
   if tokenizer == 'subword':
@@ -93,7 +94,7 @@ def tokens_per_second(texts, on_dataset, tokenizer, epochs):
   stream = iter(stream)
   batch = next(stream)
   first = time.perf_counter()
-  real = padded = 0
+  real = padded = first_real = 0
   while batch is not None:
     weights = batch[2]
     if on_dataset:
@@ -101,9 +102,17 @@ def tokens_per_second(texts, on_dataset, tokenizer, epochs):
       weights = weights.numpy()
     real += int(weights.sum())
     padded += weights.size
+    if not first_real:
+      first_real = real
     batch = next(stream, None)
-  elapsed = time.perf_counter() - built
-  return real / elapsed, padded / elapsed, built - start, first - built
+  end = time.perf_counter()
+  elapsed = end - built
+  # Once running: the tokens after the first batch over the time after it
+  # (the first batch waits for the shuffle buffer and the start-up of the
+  # pipeline's threads and functions, once per pipeline on either path).
+  steady = (real - first_real) / (end - first)
+  return (real / elapsed, padded / elapsed, built - start, first - built,
+          steady)
 
 
 def main():
@@ -111,30 +120,33 @@ def main():
   parser.add_argument('--rounds', type=int, default=3)
   parser.add_argument('--max-bytes', type=int, default=3_000_000)
   parser.add_argument('--epochs', type=int, default=2,
-                      help='Passes over the corpus per measurement (char).')
-  parser.add_argument('--subword-bytes', type=int, default=1_000_000,
-                      help='Corpus bytes for the (slower) subword rows.')
+                      help='Passes over the corpus per measurement.')
   parser.add_argument('--no-step', action='store_true')
   args = parser.parse_args()
 
-  corpus = {'char': paragraphs(args.max_bytes),
-            'subword': paragraphs(args.subword_bytes)}
-  epochs = {'char': args.epochs, 'subword': 1}
+  texts = paragraphs(args.max_bytes)
+  corpus = {'char': texts, 'subword': texts}
+  epochs = {'char': args.epochs, 'subword': args.epochs}
   for tok, texts in corpus.items():
     print(f'{tok}: {len(texts)} paragraphs, {sum(map(len, texts))} bytes, '
           f'{epochs[tok]} pass(es)')
   configs = [(tok, path) for tok in ('char', 'subword') for path in
              ('generator', 'tf.data')]
   results = {c: [] for c in configs}
+  running = {c: [] for c in configs}
+  firsts = {c: [] for c in configs}
   steps = []
   for rnd in range(args.rounds):
     for tok, path in configs:
-      real, padded, build, first = tokens_per_second(
+      real, padded, build, first, steady = tokens_per_second(
           corpus[tok], path == 'tf.data', tok, epochs[tok])
       results[(tok, path)].append(real)
+      running[(tok, path)].append(steady)
+      firsts[(tok, path)].append(first)
       print(f'round {rnd}: {path:9s} tokenizer={tok:7s} {real:12,.0f} '
-            f'tokens/s ({padded:12,.0f} padded), built in {build:.2f}s, '
-            f'first batch after {first:.2f}s', flush=True)
+            f'tokens/s ({padded:12,.0f} padded; {steady:12,.0f} after the '
+            f'first batch), built in {build:.2f}s, first batch after '
+            f'{first:.2f}s', flush=True)
     if not args.no_step:
       r = _common.run_config(_STEP_SCRIPT,
                              ['--model', 'lm', '--impl', 'ours'])
@@ -145,15 +157,21 @@ def main():
   peak = _common.matmul_peak_gflops()
   print(f'\nfp32 matmul peak here: {peak:.0f} GFLOP/s\n')
   median = {c: _common.median(v) for c, v in results.items()}
+  median_running = {c: _common.median(v) for c, v in running.items()}
   step = _common.median(steps) if steps else None
   for (tok, path), value in median.items():
-    line = f'{path:9s} tokenizer={tok:7s} {value:12,.0f} tokens/s'
+    line = (f'{path:9s} tokenizer={tok:7s} {value:12,.0f} tokens/s overall, '
+            f'{median_running[(tok, path)]:12,.0f} after the first batch '
+            f'(first batch after {_common.median(firsts[(tok, path)]):.2f}s)')
     if step:
       line += f'  {value / step:6.1f}x the LM step'
     print(line)
   for tok in ('char', 'subword'):
     ratio = median[(tok, 'tf.data')] / median[(tok, 'generator')]
-    print(f'tokenizer={tok}: tf.data / generator = {ratio:.2f}x')
+    ratio_running = (median_running[(tok, 'tf.data')] /
+                     median_running[(tok, 'generator')])
+    print(f'tokenizer={tok}: tf.data / generator = {ratio:.2f}x overall, '
+          f'{ratio_running:.2f}x after the first batch')
   if step:
     print(f'TransformerLM step: {step:,.0f} tokens/s '
           f'({step / _STEP_TOKENS:.2f} steps/s)')

@@ -97,7 +97,7 @@ def test_a_pipeline_ending_in_blocks_gives_examples_back(monkeypatch):
   _recorded.assert_same(python, blocked)
 
 
-def test_subword_tokenize_runs_python_per_block(monkeypatch):
+def test_subword_tokenize_on_blocks_matches_the_generator_path(monkeypatch):
   monkeypatch.setattr(_tf_path, 'BLOCK_SIZE', 6)
   subword = dict(vocab_type='subword', vocab_file='en_8k.subword',
                  vocab_dir=VOCAB_DIR)

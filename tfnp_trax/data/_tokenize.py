@@ -4,14 +4,16 @@ As in Trax, `Tokenize(...)` returns a function from a stream (a Python
 iterator of strings, tuples or dicts) to a stream with the chosen strings
 replaced by NumPy int64 id arrays. Here the same function also accepts a
 `tf.data.Dataset` and returns the dataset mapped the same way, giving
-identical ids: in TensorFlow ops for UTF-8 bytes (`vocab_type='char'`),
-through `tf.py_function` for the vocabularies that need Python.
+identical ids: in TensorFlow ops for UTF-8 bytes (`vocab_type='char'`) and
+subwords (`vocab_type='subword'`, see `_tf_subword.py`), through
+`tf.py_function` for the vocabularies that need Python.
 """
 
 import os
 
 import numpy as np
 
+from tfnp_trax.data import _tf_subword
 from tfnp_trax.data import _vocab
 from tfnp_trax.data._tf_path import is_dataset
 from tfnp_trax.data._tf_path import Step
@@ -221,6 +223,10 @@ def tokenize(stream, keys=None, vocab_type='subword', vocab_file=None,
 def _tensor_encoders(vocab, vocab_type, encode, n_reserved_ids):
   if vocab_type == 'char':
     return _char_encoders(n_reserved_ids)
+  if vocab_type == 'subword':
+    return _tf_subword.subword_encoders(
+        vocab, n_reserved_ids,
+        _storage_dtype(vocab.vocab_size + n_reserved_ids))
   return _python_encoders(encode, vocab.vocab_size + n_reserved_ids)
 
 
@@ -228,9 +234,9 @@ def Tokenize(keys=None, vocab_type='subword', vocab_file=None,  # pylint: disabl
              vocab_dir=None, n_reserved_ids=0):
   """Returns a function mapping text to int arrays; see `tokenize`.
 
-  On a Dataset, `vocab_type='char'` runs as TensorFlow ops; other
-  vocabularies call Python through `tf.py_function`, once per block of
-  examples inside `Serial`.
+  On a Dataset, `vocab_type='char'` and `'subword'` run as TensorFlow ops
+  (giving the ids of the Python path); other vocabularies call Python
+  through `tf.py_function`, once per block of examples inside `Serial`.
   """
   # Load (and check) the vocabulary now, so a missing file fails when the
   # pipeline is built rather than at its first example.
