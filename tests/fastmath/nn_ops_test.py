@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from tests import _layer_testing as lt
+import tensorflow as tf
+
 from tfnp_trax import fastmath
 
 
@@ -219,3 +221,27 @@ def test_sparse_softmax_cross_entropy_matches_one_hot_form(dtype):
                                atol=tol)
     np.testing.assert_allclose(tf.cast(grad, tf.float32), want_grad,
                                rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64', 'bfloat16', 'int32',
+                                   'uint32'])
+def test_relu_is_traxs_where_in_every_dtype(dtype):
+  values = np.array([-3, -1, 0, 2, 5], np.float64)
+  if dtype == 'uint32':
+    values = np.abs(values)
+  x = tf.cast(tf.constant(values), dtype)
+  got = fastmath.relu(x)
+  assert got.dtype == x.dtype
+  np.testing.assert_array_equal(
+      tf.cast(got, tf.float64).numpy(), np.where(values <= 0, 0.0, values))
+
+
+def test_relu_gradient_is_one_above_zero_and_zero_elsewhere():
+  # Trax's where(x <= 0, 0, x): the gradient at exactly 0 is 0.
+  x = tf.constant([-2.0, -0.0, 0.0, 1e-30, 3.0])
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    y = fastmath.relu(x)
+  g = tape.gradient(y, x, output_gradients=tf.constant([5.0] * 5))
+  np.testing.assert_array_equal(g.numpy(), [0.0, 0.0, 0.0, 5.0, 5.0])
+  assert np.isnan(fastmath.relu(tf.constant([np.nan])).numpy()[0])

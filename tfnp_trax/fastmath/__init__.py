@@ -33,6 +33,7 @@ from tfnp_trax.fastmath.dtypes import result_type
 from tfnp_trax.fastmath.nn_ops import avg_pool
 from tfnp_trax.fastmath.nn_ops import conv
 from tfnp_trax.fastmath.nn_ops import linear
+from tfnp_trax.fastmath.nn_ops import relu
 from tfnp_trax.fastmath.nn_ops import sparse_softmax_cross_entropy
 from tfnp_trax.fastmath.nn_ops import max_pool
 from tfnp_trax.fastmath.nn_ops import sum_pool
@@ -81,7 +82,7 @@ __all__ = [
     'numpy', 'checks', 'linalg', 'random', 'abstract_eval', 'Backend',
     'backend_name', 'set_backend', 'use_backend', 'after', 'cond',
     'fori_loop', 'scan', 'vmap',
-    'device_count', 'local_device_count', 'avg_pool', 'conv', 'linear',
+    'device_count', 'local_device_count', 'avg_pool', 'conv', 'linear', 'relu',
     'sparse_softmax_cross_entropy',
     'max_pool',
     'sum_pool', 'dynamic_slice', 'dynamic_slice_in_dim',

@@ -5,7 +5,7 @@ import itertools
 import numpy as onp
 import tensorflow as tf
 
-__all__ = ['conv', 'avg_pool', 'max_pool', 'sum_pool', 'linear',
+__all__ = ['conv', 'avg_pool', 'max_pool', 'sum_pool', 'linear', 'relu',
            'sparse_softmax_cross_entropy']
 
 
@@ -250,6 +250,32 @@ def linear(x, w, b=None):
   if lead.is_fully_defined():
     return tf.reshape(y, lead.as_list() + [n])
   return tf.reshape(y, tf.concat([tf.shape(x)[:-1], [n]], 0))
+
+
+_RELU_DTYPES = frozenset([
+    tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int8, tf.int16,
+    tf.int32, tf.int64, tf.uint8, tf.uint16])
+
+
+def relu(x):
+  """`x` where `x > 0`, else 0, in `x`'s dtype (Trax's `Relu`).
+
+  One Relu op where TensorFlow has a kernel for the dtype: the graph
+  optimizer fuses it into a preceding MatMul + BiasAdd (see `linear`), its
+  gradient is one ReluGrad (the incoming gradient where `x > 0`, else 0, as
+  Trax's `where(x <= 0, 0, x)` gives), and bfloat16 needs no float32 round
+  trip. Other dtypes take the `where` form.
+
+  Args:
+    x: array.
+
+  Returns:
+    Array of `x`'s shape and dtype.
+  """
+  x = tf.convert_to_tensor(x)
+  if x.dtype in _RELU_DTYPES:
+    return tf.nn.relu(x)
+  return tf.where(x <= 0, tf.zeros_like(x), x)
 
 
 def sparse_softmax_cross_entropy(logits, targets):
