@@ -245,3 +245,43 @@ def test_relu_gradient_is_one_above_zero_and_zero_elsewhere():
   g = tape.gradient(y, x, output_gradients=tf.constant([5.0] * 5))
   np.testing.assert_array_equal(g.numpy(), [0.0, 0.0, 0.0, 5.0, 5.0])
   assert np.isnan(fastmath.relu(tf.constant([np.nan])).numpy()[0])
+
+
+def _softmax_np(x, axis):
+  x = np.asarray(x, np.float64)
+  e = np.exp(x - x.max(axis=axis, keepdims=True))
+  return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize('axis', [-1, 1])
+def test_softmax_matches_exp_of_x_minus_logsumexp(axis):
+  x = np.random.default_rng(0).normal(size=(2, 5, 7)) * 4
+  x[0, 0] = -1e9  # A fully masked row: uniform, as Trax's form gives.
+  got = fastmath.softmax(tf.constant(x, tf.float32), axis=axis)
+  assert got.dtype == tf.float32
+  np.testing.assert_allclose(got.numpy(), _softmax_np(x, axis), rtol=1e-5,
+                             atol=1e-7)
+  assert fastmath.softmax(tf.constant([1, 2, 3])).dtype == tf.float32
+
+
+def test_softmax_gradient_matches_the_analytic_jacobian():
+  x = np.random.default_rng(1).normal(size=(6,))
+  g = np.random.default_rng(2).normal(size=(6,))
+  xt = tf.constant(x)
+  with tf.GradientTape() as tape:
+    tape.watch(xt)
+    y = fastmath.softmax(xt)
+  got = tape.gradient(y, xt, output_gradients=tf.constant(g)).numpy()
+  s = _softmax_np(x, -1)
+  jacobian = np.diag(s) - np.outer(s, s)
+  np.testing.assert_allclose(got, jacobian.T @ g, rtol=1e-10)
+
+
+def test_matmul_transposed_is_a_times_b_transposed_with_broadcasting():
+  r = np.random.default_rng(3)
+  a, b = r.normal(size=(2, 3, 4, 5)), r.normal(size=(1, 3, 6, 5))
+  got = fastmath.matmul_transposed(tf.constant(a), tf.constant(b))
+  np.testing.assert_allclose(got.numpy(), a @ np.swapaxes(b, -1, -2),
+                             rtol=1e-12)
+  with pytest.raises(ValueError, match='float32 and float64; cast one'):
+    fastmath.matmul_transposed(tf.constant(a, tf.float32), tf.constant(b))

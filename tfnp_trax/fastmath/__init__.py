@@ -33,7 +33,9 @@ from tfnp_trax.fastmath.dtypes import result_type
 from tfnp_trax.fastmath.nn_ops import avg_pool
 from tfnp_trax.fastmath.nn_ops import conv
 from tfnp_trax.fastmath.nn_ops import linear
+from tfnp_trax.fastmath.nn_ops import matmul_transposed
 from tfnp_trax.fastmath.nn_ops import relu
+from tfnp_trax.fastmath.nn_ops import softmax
 from tfnp_trax.fastmath.nn_ops import sparse_softmax_cross_entropy
 from tfnp_trax.fastmath.nn_ops import max_pool
 from tfnp_trax.fastmath.nn_ops import sum_pool
@@ -82,7 +84,8 @@ __all__ = [
     'numpy', 'checks', 'linalg', 'random', 'abstract_eval', 'Backend',
     'backend_name', 'set_backend', 'use_backend', 'after', 'cond',
     'fori_loop', 'scan', 'vmap',
-    'device_count', 'local_device_count', 'avg_pool', 'conv', 'linear', 'relu',
+    'device_count', 'local_device_count', 'avg_pool', 'conv', 'linear',
+    'matmul_transposed', 'relu', 'softmax',
     'sparse_softmax_cross_entropy',
     'max_pool',
     'sum_pool', 'dynamic_slice', 'dynamic_slice_in_dim',

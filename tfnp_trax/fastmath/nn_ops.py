@@ -5,7 +5,7 @@ import itertools
 import numpy as onp
 import tensorflow as tf
 
-__all__ = ['conv', 'avg_pool', 'max_pool', 'sum_pool', 'linear', 'relu',
+__all__ = ['conv', 'avg_pool', 'max_pool', 'sum_pool', 'linear', 'matmul_transposed', 'relu', 'softmax',
            'sparse_softmax_cross_entropy']
 
 
@@ -276,6 +276,46 @@ def relu(x):
   if x.dtype in _RELU_DTYPES:
     return tf.nn.relu(x)
   return tf.where(x <= 0, tf.zeros_like(x), x)
+
+
+def softmax(x, axis=-1):
+  """`exp(x - logsumexp(x))` along `axis`, as one fused Softmax op.
+
+  Equal to the two-pass form Trax writes up to float rounding, with one
+  exponential instead of two and a one-op gradient. Integer inputs compute
+  in float32.
+
+  Args:
+    x: array.
+    axis: the axis to normalize over.
+
+  Returns:
+    Array of `x`'s shape (float).
+  """
+  x = tf.convert_to_tensor(x)
+  if not x.dtype.is_floating:
+    x = tf.cast(x, tf.float32)
+  return tf.nn.softmax(x, axis=axis)
+
+
+def matmul_transposed(a, b):
+  """`a @ swapaxes(b, -1, -2)` without materializing the transpose.
+
+  The batched MatMul reads `b` transposed (`adj_y`), so neither the forward
+  pass nor the gradient needs a Transpose op (attention logits `q k^T`).
+
+  Args:
+    a: array `[..., n, d]`.
+    b: array `[..., m, d]` of `a`'s dtype; leading axes broadcast.
+
+  Returns:
+    Array `[..., n, m]`.
+  """
+  a, b = tf.convert_to_tensor(a), tf.convert_to_tensor(b)
+  if a.dtype != b.dtype:
+    raise ValueError(f'matmul_transposed: operands have dtypes '
+                     f'{a.dtype.name} and {b.dtype.name}; cast one first.')
+  return tf.linalg.matmul(a, b, transpose_b=True)
 
 
 def sparse_softmax_cross_entropy(logits, targets):

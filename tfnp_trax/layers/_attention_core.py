@@ -91,14 +91,17 @@ def per_head_attention(queries, keys, values, mask, dropout, mode, rng):
   dtype = queries.dtype
   sdtype = stats_dtype(dtype)
   d_head = queries.shape[-1]
-  logits = jnp.matmul(queries, jnp.swapaxes(keys, -1, -2)).astype(sdtype)
+  if keys.dtype == dtype:
+    logits = fastmath.matmul_transposed(queries, keys).astype(sdtype)
+  else:
+    logits = jnp.matmul(queries, jnp.swapaxes(keys, -1, -2)).astype(sdtype)
   logits = logits * (1.0 / math.sqrt(d_head))
   if mask is not None:
     if mask.dtype != jnp.bool_:
       mask = mask != 0
     logits = jnp.where(mask, logits, jnp.asarray(_MASK_VALUE, dtype=sdtype))
-  strengths = jnp.exp(
-      logits - fastmath.logsumexp(logits, axis=-1, keepdims=True))
+  # exp(logits - logsumexp(logits)), as Trax writes it, in one Softmax op.
+  strengths = fastmath.softmax(logits, axis=-1)
   if dropout and mode == 'train':
     keep = fastmath.random.bernoulli(rng, 1.0 - dropout, strengths.shape)
     strengths = jnp.where(keep, strengths * (1.0 / (1.0 - dropout)),
