@@ -285,3 +285,40 @@ def test_matmul_transposed_is_a_times_b_transposed_with_broadcasting():
                              rtol=1e-12)
   with pytest.raises(ValueError, match='float32 and float64; cast one'):
     fastmath.matmul_transposed(tf.constant(a, tf.float32), tf.constant(b))
+
+
+def _layer_norm_np(x, scale, bias, eps, center):
+  x = np.asarray(x, np.float64)
+  if center:
+    x = x - x.mean(-1, keepdims=True)
+  y = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * scale
+  return y + bias if center else y
+
+
+@pytest.mark.parametrize('center', [True, False])
+def test_layer_norm_values_and_gradients_match_numpy(center):
+  r = np.random.default_rng(4)
+  x = r.normal(size=(2, 3, 5)) * 3 + 1
+  scale, bias = r.normal(size=5), r.normal(size=5)
+  ct = r.normal(size=(2, 3, 5))
+  args = [tf.constant(a) for a in (x, scale, bias)]
+  with tf.GradientTape() as tape:
+    tape.watch(args)
+    y = fastmath.layer_norm(*args, 1e-3, center)
+  grads = tape.gradient(y, args, output_gradients=tf.constant(ct))
+  np.testing.assert_allclose(y.numpy(),
+                             _layer_norm_np(x, scale, bias, 1e-3, center),
+                             rtol=1e-10)
+
+  def loss(a, which):
+    values = [x, scale, bias]
+    values[which] = a
+    return (_layer_norm_np(*values, 1e-3, center) * ct).sum()
+  for which, value in enumerate((x, scale, bias)):
+    numeric = np.zeros_like(value)
+    for i in np.ndindex(value.shape):
+      e = np.zeros_like(value)
+      e[i] = 1e-6
+      numeric[i] = (loss(value + e, which) - loss(value - e, which)) / 2e-6
+    np.testing.assert_allclose(grads[which].numpy(), numeric, rtol=1e-6,
+                               atol=1e-8)

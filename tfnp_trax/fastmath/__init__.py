@@ -32,6 +32,7 @@ from tfnp_trax.fastmath.dtypes import promote_args
 from tfnp_trax.fastmath.dtypes import result_type
 from tfnp_trax.fastmath.nn_ops import avg_pool
 from tfnp_trax.fastmath.nn_ops import conv
+from tfnp_trax.fastmath.nn_ops import layer_norm
 from tfnp_trax.fastmath.nn_ops import linear
 from tfnp_trax.fastmath.nn_ops import matmul_transposed
 from tfnp_trax.fastmath.nn_ops import relu
@@ -85,7 +86,7 @@ __all__ = [
     'backend_name', 'set_backend', 'use_backend', 'after', 'cond',
     'fori_loop', 'scan', 'vmap',
     'device_count', 'local_device_count', 'avg_pool', 'conv', 'linear',
-    'matmul_transposed', 'relu', 'softmax',
+    'layer_norm', 'matmul_transposed', 'relu', 'softmax',
     'sparse_softmax_cross_entropy',
     'max_pool',
     'sum_pool', 'dynamic_slice', 'dynamic_slice_in_dim',

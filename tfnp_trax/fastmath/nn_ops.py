@@ -5,7 +5,7 @@ import itertools
 import numpy as onp
 import tensorflow as tf
 
-__all__ = ['conv', 'avg_pool', 'max_pool', 'sum_pool', 'linear', 'matmul_transposed', 'relu', 'softmax',
+__all__ = ['conv', 'avg_pool', 'max_pool', 'sum_pool', 'layer_norm', 'linear', 'matmul_transposed', 'relu', 'softmax',
            'sparse_softmax_cross_entropy']
 
 
@@ -276,6 +276,52 @@ def relu(x):
   if x.dtype in _RELU_DTYPES:
     return tf.nn.relu(x)
   return tf.where(x <= 0, tf.zeros_like(x), x)
+
+
+def layer_norm(x, scale, bias, epsilon, center=True):
+  """`(x - mean) / sqrt(var + epsilon) * scale + bias` over the last axis.
+
+  The mean and the biased variance are taken over the last axis; with
+  `center=False` neither the mean is subtracted nor `bias` added. The
+  gradient is the closed form of layer normalization's backward pass (a few
+  fused reductions), instead of the chain of division, square-root and
+  broadcast gradients that autodiff of the forward formula builds.
+
+  Args:
+    x: float array `[..., d]` (compute the statistics' dtype before, e.g.
+      float32 for bfloat16 inputs).
+    scale: array `[d]` of `x`'s dtype.
+    bias: array `[d]` of `x`'s dtype (unused when `center` is False).
+    epsilon: Python float added to the variance.
+    center: whether to subtract the mean and add `bias`.
+
+  Returns:
+    Array of `x`'s shape and dtype.
+  """
+  x = tf.convert_to_tensor(x)
+  scale = tf.convert_to_tensor(scale)
+  bias = tf.convert_to_tensor(bias)
+  lead_axes = list(range(x.shape.rank - 1))
+
+  @tf.custom_gradient
+  def norm(x, scale, bias):
+    xc = x - tf.reduce_mean(x, axis=-1, keepdims=True) if center else x
+    inv = tf.math.rsqrt(
+        tf.reduce_mean(xc * xc, axis=-1, keepdims=True) + epsilon)
+    xhat = xc * inv
+    y = xhat * scale + bias if center else xhat * scale
+
+    def grad(g):
+      g_scale = tf.reduce_sum(g * xhat, axis=lead_axes)
+      g_bias = (tf.reduce_sum(g, axis=lead_axes) if center
+                else tf.zeros_like(bias))
+      gx = g * scale
+      proj = xhat * tf.reduce_mean(gx * xhat, axis=-1, keepdims=True)
+      if center:
+        proj += tf.reduce_mean(gx, axis=-1, keepdims=True)
+      return inv * (gx - proj), g_scale, g_bias
+    return y, grad
+  return norm(x, scale, bias)
 
 
 def softmax(x, axis=-1):
