@@ -160,3 +160,22 @@ def test_gradients_flow_through_shared_calls():
   np.testing.assert_allclose(
       np.concatenate([g.numpy().ravel() for g in got]), numeric, rtol=1e-6,
       atol=1e-8)
+
+
+def test_each_device_scope_traces_its_own_copy():
+  shared = shared_functions.SharedFunctions()
+  traces = []
+  x, ws = _data(2)
+
+  @tf.function(autograph=False)
+  def run(x, ws):
+    outs = []
+    for device in ('/CPU:0', '/CPU:0', None):
+      with tf.device(device):
+        outs.append(shared.call('layer', _counting_body(traces), x, ws[0]))
+    return outs
+  outs = run(tf.constant(x), [tf.constant(w) for w in ws])
+  assert len(traces) == 2  # '/CPU:0' once, the unscoped call once.
+  for out in outs:
+    np.testing.assert_allclose(out.numpy(), _dense_tanh_np(x, ws[:1]),
+                               rtol=1e-12)

@@ -13,8 +13,10 @@ The caller vouches that calls under the same `key` compute the same function
 of their array arguments (e.g. blocks with equal structure and
 hyperparameters). Python values among the arguments (None, numbers, strings,
 empty containers) are part of the key automatically, as are the arrays'
-shapes and dtypes. Functions are cached per outer graph, so a later trace
-(under other global settings, such as the compute precision) traces afresh.
+shapes and dtypes, and the device scope of the call (each replica of a
+tf.distribute strategy traces its own copy, placed on its device).
+Functions are cached per outer graph, so a later trace (under other global
+settings, such as the compute precision) traces afresh.
 Eagerly there is nothing to share, and the function is simply called.
 """
 
@@ -85,7 +87,8 @@ class SharedFunctions:
     specs = tuple((t.dtype, None if t.shape.rank is None else
                    tuple(t.shape.as_list())) for t in arrays)
     try:
-      full_key = (key, _structure_key(args), tuple(is_array), statics, specs)
+      full_key = (key, _structure_key(args), tuple(is_array), statics, specs,
+                  _device_scope())
       hash(full_key)
     except TypeError:  # A Python leaf that cannot be part of a key.
       return fn(*args)
@@ -118,6 +121,15 @@ class SharedFunctions:
     traced.concrete = function.get_concrete_function(
         *[tf.TensorSpec(t.shape, t.dtype) for t in arrays])
     return traced
+
+
+def _device_scope():
+  """The device that ops created here are placed on (e.g. a replica's).
+
+  A trace under one replica's device scope places its ops there, so each
+  device (each replica of a tf.distribute strategy) gets its own trace.
+  """
+  return tf.no_op().device
 
 
 def _structure_key(tree):
