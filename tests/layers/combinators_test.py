@@ -239,3 +239,59 @@ def test_state_is_threaded(mode):
   assert counts == [2, 2, 2]
   model(A)  # __call__ keeps the new state on the model.
   assert [int(s) for s in fastmath.tree_leaves(model.state)] == [1, 1, 1]
+
+
+def test_uses_rng_follows_the_sublayers():
+  assert not tl.Dense(3).uses_rng
+  assert not tl.Relu().uses_rng
+  assert not tl.LayerNorm().uses_rng
+  assert not tl.Dropout(0.0).uses_rng
+  assert not tl.Dropout(0.5, mode='eval').uses_rng
+  assert tl.Dropout(0.5).uses_rng
+  assert not tl.Serial(tl.Dense(3), tl.Relu(),
+                       tl.Branch(tl.Dense(2), None)).uses_rng
+  assert tl.Serial(tl.Dense(3), tl.Parallel(None, tl.Dropout(0.5))).uses_rng
+
+  class Noisy(tl.Layer):  # A layer that says nothing is assumed to use it.
+
+    def forward(self, x):
+      return x + fastmath.random.uniform(self.rng, x.shape)
+  assert Noisy().uses_rng and tl.Serial(tl.Dense(3), Noisy()).uses_rng
+
+  class OwnForward(tl.Serial):
+
+    def forward(self, xs):
+      return super().forward(xs)
+  assert OwnForward(tl.Dense(3)).uses_rng  # Its forward is not Serial's.
+
+
+def _random_ops(model, x):
+  model.init(shapes.signature(x), rng=fastmath.random.get_prng(0))
+  traced = tf.function(
+      lambda x, w, s, r: model.pure_fn(x, w, s, r)[0], autograph=False)
+  graph = traced.get_concrete_function(
+      x, model.weights, model.state, fastmath.random.get_prng(1)).graph
+  return [op.type for op in graph.get_operations() if 'Random' in op.type]
+
+
+def test_keys_are_split_only_for_sublayers_that_use_them():
+  x = np.ones((2, 4), np.float32)
+  deterministic = tl.Serial(tl.Dense(4), tl.Relu(), tl.Dense(4),
+                            tl.Dropout(0.0), tl.LayerNorm())
+  assert not _random_ops(deterministic, x)
+  assert _random_ops(tl.Serial(tl.Dense(4), tl.Dropout(0.5)), x)
+
+
+def test_a_sublayer_that_uses_rng_gets_the_same_key_as_before():
+  # Serial(Dense, Dropout) still splits its key two ways; the Dropout gets
+  # the second key, as it always has.
+  x = np.ones((3, 8), np.float32)
+  model = tl.Serial(tl.Dense(8), tl.Dropout(0.5))
+  model.init(shapes.signature(x), rng=fastmath.random.get_prng(0))
+  rng = fastmath.random.get_prng(7)
+  got, _ = model.pure_fn(x, model.weights, model.state, rng)
+  dense, dropout = model.sublayers
+  h, _ = dense.pure_fn(x, model.weights[0], model.state[0], None)
+  key = fastmath.random.split(rng, 2)[1]
+  want, _ = dropout.pure_fn(h, model.weights[1], model.state[1], key)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

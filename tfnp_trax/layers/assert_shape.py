@@ -173,6 +173,10 @@ class AssertShape(base.Layer):
     self._shared = (before._shared if before is not None else
                     _SharedBindings())
 
+  @property
+  def uses_rng(self):
+    return False  # Checks shapes only.
+
   def forward(self, xs):
     tensors = list(xs) if isinstance(xs, (list, tuple)) else [xs]
     if self._shared is None or self._kind == 'input':
@@ -287,6 +291,10 @@ class _Checked(combinators.Serial):
     if cached:
       return stack, base.GET_STATE_FROM_CACHE
     return stack, (state[0], new_state, state[2])
+
+  @property
+  def uses_rng(self):
+    return any(layer.uses_rng for layer in self.sublayers)  # Checks only.
 
   def forward(self, xs):
     weights, state = self.weights, self.state

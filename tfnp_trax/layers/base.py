@@ -142,6 +142,18 @@ class Layer:
     """True if `backward` defines this layer's gradient."""
     return False
 
+  @property
+  def uses_rng(self):
+    """Whether `forward` may draw random numbers from `self.rng`.
+
+    True unless a layer class knows better: combinators derive it from their
+    sublayers and split their key only when a sublayer uses it, which keeps
+    key-splitting ops out of models that draw no random numbers (a
+    deterministic model's traced step, and its XLA program, shrink a lot).
+    A subtree that uses no randomness is handed its parent's key unsplit.
+    """
+    return True
+
   def backward(self, inputs, output, grad, weights, state, new_state, rng):
     """Custom gradient: returns `(grad_inputs, grad_weights)`."""
     raise NotImplementedError
@@ -500,6 +512,10 @@ class PureLayer(Layer):
 
   def forward(self, x):
     return self._forward_fn(x)
+
+  @property
+  def uses_rng(self):
+    return False  # The function sees only its inputs.
 
 
 def Fn(name, f, n_out=1):  # pylint: disable=invalid-name

@@ -117,6 +117,10 @@ class DotProductCausalAttention(base.Layer):
   def max_inference_length(self):
     return self._max_len
 
+  @property
+  def uses_rng(self):
+    return bool(self._dropout) and self._mode == 'train'  # Dropout only.
+
   def forward(self, inputs):
     q, k, v = inputs
     if self._mode == 'predict':

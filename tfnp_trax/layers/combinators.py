@@ -20,11 +20,16 @@ __all__ = ['Serial', 'Parallel', 'Branch', 'Residual', 'Select', 'Dup',
            'BatchLeadingAxes', 'Bidirectional', 'SerialWithSideOutputs']
 
 
-def _split_rngs(rng, n):
+def _split_rngs(rng, n, layers=None):
+  """`n` keys split from `rng`, one per sublayer.
+
+  When none of `layers` draws random numbers (`uses_rng`), each gets `rng`
+  itself and no split is computed: their keys are never read.
+  """
   if n == 0:
     return []
-  if n == 1:
-    return [rng]
+  if n == 1 or (layers is not None and not any(l.uses_rng for l in layers)):
+    return [rng] * n
   keys = frandom.split(rng, n)
   return [keys[i] for i in range(n)]
 
@@ -44,10 +49,17 @@ class Serial(base.Layer):
                      sublayers_to_print=sublayers_to_print)
     self._sublayers = tuple(layers)
 
+  @property
+  def uses_rng(self):
+    # Serial itself draws nothing; a subclass with its own forward may.
+    if type(self).forward is not Serial.forward:
+      return True
+    return any(layer.uses_rng for layer in self._sublayers)
+
   def forward(self, xs):
     stack = xs
     new_state = []
-    rngs = _split_rngs(self.rng, len(self._sublayers))
+    rngs = _split_rngs(self.rng, len(self._sublayers), self._sublayers)
     for layer, w, s, r in zip(self._sublayers, self.weights, self.state,
                               rngs):
       inputs = _stack.inputs_from_stack(stack, layer.n_in, layer.name)
@@ -99,9 +111,16 @@ class Parallel(base.Layer):
       start += layer.n_in
     return out
 
+  @property
+  def uses_rng(self):
+    # Parallel itself draws nothing; a subclass with its own forward may.
+    if type(self).forward is not Parallel.forward:
+      return True
+    return any(layer.uses_rng for layer in self._sublayers)
+
   def forward(self, xs):
     outputs, new_state = [], []
-    rngs = _split_rngs(self.rng, len(self._sublayers))
+    rngs = _split_rngs(self.rng, len(self._sublayers), self._sublayers)
     for layer, x, w, s, r in zip(self._sublayers, self._slices(xs),
                                  self.weights, self.state, rngs):
       y, s = layer.pure_fn(x, w, s, r, use_cache=True)

@@ -128,6 +128,10 @@ class Dense(base.Layer):
     self._use_bias = use_bias
     self._use_bfloat16 = use_bfloat16
 
+  @property
+  def uses_rng(self):
+    return False  # Its forward draws no random numbers.
+
   def forward(self, x):
     x = _as_array(x)
     w, b = self._weight_and_bias()
@@ -207,6 +211,10 @@ class Embedding(base.Layer):
     self._use_bfloat16 = use_bfloat16
     self._kernel_initializer = kernel_initializer
 
+  @property
+  def uses_rng(self):
+    return False  # Its forward draws no random numbers.
+
   def forward(self, x):
     x = _as_array(x)
     if not _dtype_name(x).startswith(('int', 'uint')):
@@ -272,6 +280,13 @@ class Dropout(base.Layer):
   def init_weights_and_state(self, input_signature):
     del input_signature
     self.state = jnp.asarray(self._initial_rate, dtype=jnp.float32)
+
+  @property
+  def uses_rng(self):
+    # As `forward` decides: only in training, at a nonzero or stored rate.
+    rate_from_state = isinstance(self.state, dict) and self.name in self.state
+    return self._mode == 'train' and (rate_from_state or
+                                      self._initial_rate != 0.0)
 
   def forward(self, x):
     if self._mode != 'train':

@@ -66,6 +66,10 @@ class LayerNorm(base.Layer):
     self._center = center
     self._epsilon = epsilon
 
+  @property
+  def uses_rng(self):
+    return False  # Its forward draws no random numbers.
+
   def forward(self, x):
     x = jnp.asarray(x)
     scale, bias = self.weights

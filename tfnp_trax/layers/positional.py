@@ -81,6 +81,13 @@ class PositionalEncoding(base.Layer):
   def max_len(self):
     return self._max_len
 
+  @property
+  def uses_rng(self):
+    # Dropout, and the random start offset of training (`_train_start`).
+    offsets = (self._mode == 'train' and self._start_from_zero_prob < 1.0 and
+               self._max_offset_to_add > 0)
+    return self._dropout != 0.0 or offsets
+
   def forward(self, x):
     if x.ndim != 3:
       raise ValueError(f'{self.name}: expects activations of shape (batch, '

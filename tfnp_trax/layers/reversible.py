@@ -208,11 +208,15 @@ class ReversibleSerial(ReversibleLayer, cb.Serial):
     # function, called per sublayer (see `_shared_call`).
     self._shared = shared_functions.SharedFunctions()
 
+  @property
+  def uses_rng(self):
+    return any(layer.uses_rng for layer in self.sublayers)
+
   def _rngs(self, rng):
     # The same per-sublayer keys as Serial.forward gives them.
     if rng is None:
       return [None] * len(self.sublayers)
-    return cb._split_rngs(rng, len(self.sublayers))  # pylint: disable=protected-access
+    return cb._split_rngs(rng, len(self.sublayers), self.sublayers)  # pylint: disable=protected-access
 
   def _shared_call(self, kind, layer, fn, weights, *args):
     """`fn(*args)`, traced once per `kind` and structurally equal layer.
