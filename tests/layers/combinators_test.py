@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import _layer_testing as lt
 from tests.layers._toy_layers import assert_outputs_close
