@@ -133,12 +133,20 @@ class Trainer:
     self._weights = _variables.VariableTree(weights, self._strategy, 'w')
     self._slots = _variables.VariableTree(slots, self._strategy, 'slot')
     self._state = _variables.VariableTree(state, self._strategy, 'state')
-    self._step_fn = tf.function(self._distributed_step, autograph=False)
     # jit_compile=True compiles the whole step with XLA on one replica (XLA
     # cannot compile the collectives of a multi-replica step on CPU, so
     # there it compiles the optimizer update). 'update' compiles just the
     # optimizer update: collective-free elementwise work that XLA fuses.
     whole = jit_compile is True and self._strategy.num_replicas_in_sync == 1
+    # Under the default strategy the outer step is the XLA program itself:
+    # a call runs the compiled executable directly, with no TF executor and
+    # no function-call op around an inner XLA cluster (about 5% of the MLP
+    # step, and a shorter first step; see bench/README.md).
+    self._outer_xla = whole and not tf.distribute.has_strategy() and (
+        strategy is None or
+        strategy is tf.distribute.get_strategy())
+    self._step_fn = tf.function(self._distributed_step, autograph=False,
+                                jit_compile=True if self._outer_xla else None)
     # A whole-step XLA program fuses the pure update itself, and ran faster
     # that way than with the fused kernels inside it, so it keeps the pure
     # update (see bench/README.md).
@@ -149,7 +157,8 @@ class Trainer:
     # them in place instead of returning new arrays to be copied in.
     self._write_fn = (tf.function(self._compute_and_write, autograph=False,
                                   jit_compile=True)
-                      if whole else self._compute_and_write)
+                      if whole and not self._outer_xla
+                      else self._compute_and_write)
     self._update_fn = (tf.function(self._update, autograph=False,
                                    jit_compile=True)
                        if jit_compile in (True, 'update') and not whole
