@@ -386,8 +386,9 @@ def sparse_softmax_cross_entropy(logits, targets):
       logits, tf.float32)
   if not targets.dtype.is_integer:
     targets = tf.cast(targets, tf.int32)
-  inside = tf.logical_and(targets >= 0, targets < n)
-  ce = tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=tf.clip_by_value(targets, 0, n - 1), logits=compute)
-  ce = tf.where(inside, ce, tf.zeros_like(ce))
+  clipped = tf.clip_by_value(targets, 0, n - 1)
+  ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=clipped,
+                                                      logits=compute)
+  # A target outside [0, n) was moved by the clip: its loss is 0.
+  ce = tf.where(tf.equal(targets, clipped), ce, tf.constant(0, ce.dtype))
   return tf.cast(ce, logits.dtype)

@@ -266,8 +266,11 @@ class Trainer:
                                        opt_params, store_slots=False)
 
   def _replica_step(self, batch, rng, step, opt_params):
-    ctx = tf.distribute.get_replica_context()
-    rng = fastmath.random.fold_in(rng, ctx.replica_id_in_sync_group)
+    if self._model.uses_rng:
+      # Each replica draws its own random numbers. A model that draws none
+      # skips the fold (its ops would be dead weight in every step).
+      ctx = tf.distribute.get_replica_context()
+      rng = fastmath.random.fold_in(rng, ctx.replica_id_in_sync_group)
     if self._fused is not None:
       return self._compute_in_place(batch, rng, step, opt_params)
     return self._write_fn(batch, rng, step, opt_params)
