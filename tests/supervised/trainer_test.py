@@ -183,3 +183,39 @@ def test_xla_modes_match_plain_step():
     np.testing.assert_allclose(results[mode][0], results[None][0], rtol=1e-5)
     for a, b in zip(results[mode][1], results[None][1]):
       np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def _nested_call_ops(concrete):
+  return [op.type for op in concrete.graph.get_operations()
+          if op.type in ('PartitionedCall', 'StatefulPartitionedCall')]
+
+
+def test_whole_step_xla_is_the_outer_function_under_the_default_strategy():
+  """With jit_compile=True and no strategy, the traced step is itself the
+  XLA program (no function-call op around an inner XLA cluster); inside a
+  one-device strategy's scope the step keeps the inner XLA function. Both
+  match the plain step."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  batch = _batch()
+  plain = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01))
+  outer = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01),
+                              jit_compile=True)
+  strategy = tf.distribute.OneDeviceStrategy('/cpu:0')
+  with strategy.scope():
+    scoped = trainer_lib.Trainer(_mlp_with_loss(batch),
+                                 optimizers.Adam(0.01), jit_compile=True)
+  for step in range(3):
+    rng = fastmath.random.get_prng(step)
+    lr = 0.01 / (1 + step)
+    losses = [float(t.one_step(batch, rng, step, learning_rate=lr)[0])
+              for t in (plain, outer, scoped)]
+    np.testing.assert_allclose(losses[1:], [losses[0]] * 2, rtol=1e-5)
+  for t in (outer, scoped):
+    assert t.n_traces == 1
+    for a, b in zip(fastmath.tree_flatten(t.model_weights),
+                    fastmath.tree_flatten(plain.model_weights)):
+      np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+  assert outer._step_fn._jit_compile is True
+  assert not _nested_call_ops(outer._fast_fn)
+  assert scoped._step_fn._jit_compile is None
+  assert _nested_call_ops(scoped._fast_fn)
