@@ -142,9 +142,8 @@ class Trainer:
     # a call runs the compiled executable directly, with no TF executor and
     # no function-call op around an inner XLA cluster (about 5% of the MLP
     # step, and a shorter first step; see bench/README.md).
-    self._outer_xla = whole and not tf.distribute.has_strategy() and (
-        strategy is None or
-        strategy is tf.distribute.get_strategy())
+    self._outer_xla = (whole and not tf.distribute.has_strategy() and
+                       self._strategy is tf.distribute.get_strategy())
     self._step_fn = tf.function(self._distributed_step, autograph=False,
                                 jit_compile=True if self._outer_xla else None)
     # A whole-step XLA program fuses the pure update itself, and ran faster
