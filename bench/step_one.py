@@ -59,9 +59,8 @@ def ours(model, jit, replicas):
   if replicas > 1:
     strategy = tf.distribute.MirroredStrategy(
         [d.name for d in tf.config.list_logical_devices('CPU')])
-  # Tensors, made before the clock starts as for the other impls: the first
-  # TensorFlow op of the process starts the runtime (about 0.05 s), which
-  # is not part of the step.
+  # Tensors, made before the clock starts as for the other impls, so every
+  # impl starts its clock with TensorFlow's runtime already running.
   batches = [tuple(tf.constant(x) for x in
                    tuple(b) + (np.ones(b[1].shape, np.float32),))
              for b in _batches(model)]
