@@ -17,15 +17,22 @@ def peak_rss_mib():
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def time_steps(step, n_warmup=5, n_timed=50):
-  """Runs warm-up steps, then times each of `n_timed` steps; median s/step.
+def time_steps(step, n_warmup=5, n_timed=50, min_warmup_s=0.5,
+               min_timed_s=2.0):
+  """Runs warm-up steps, then times steps one by one; median s/step.
+
+  At least `n_warmup` steps and `min_warmup_s` seconds of warm-up, then at
+  least `n_timed` timed steps and `min_timed_s` seconds of them, so a
+  millisecond step is measured over hundreds of steps rather than 0.1 s.
 
   `step()` must block until its result is ready (e.g. call float(loss)).
   """
-  for _ in range(n_warmup):
+  start, n = time.perf_counter(), 0
+  while n < n_warmup or time.perf_counter() - start < min_warmup_s:
     step()
-  times = []
-  for _ in range(n_timed):
+    n += 1
+  times, start = [], time.perf_counter()
+  while len(times) < n_timed or time.perf_counter() - start < min_timed_s:
     t = time.perf_counter()
     step()
     times.append(time.perf_counter() - t)
