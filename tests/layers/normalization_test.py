@@ -160,6 +160,18 @@ def test_batch_norm_rejects_other_channel_count():
     layer(jnp.ones((2, 4), jnp.float32))
 
 
+def test_batch_norm_names_axes_outside_the_input():
+  with pytest.raises(tl.LayerError, match=r'BatchNorm: axis \(0, 1, 2\) has '
+                     r'\[2\] outside an input of rank 2 \(shape \(8, 4\)\)'
+                     r'.*for \[batch, features\] pass axis=\(0,\)'):
+    tl.BatchNorm().init(shapes.ShapeDtype((8, 4)))
+  with pytest.raises(tl.LayerError, match=r'axis \(0, -3\) has \[-3\]'):
+    tl.BatchNorm(axis=(0, -3)).init(shapes.ShapeDtype((8, 4)))
+  with pytest.raises(tl.LayerError, match=r'BatchNorm: axis \(0, -2\) repeats an '
+                     r'axis of an input of rank 2 \(it is \(0, 0\)'):
+    tl.BatchNorm(axis=(0, -2)).init(shapes.ShapeDtype((8, 4)))
+
+
 def test_batch_norm_rejects_unknown_mode():
   with pytest.raises(ValueError, match=r"BatchNorm: mode must be one of "
                      r"\('train', 'eval', 'predict'\), got 'test'"):

@@ -188,10 +188,21 @@ class BatchNorm(base.Layer):
 
   def init_weights_and_state(self, input_signature):
     shape = tuple(input_signature.shape)
-    self._axis = tuple(a % len(shape) for a in self._axis)
-    if len(set(self._axis)) != len(self._axis):
-      raise ValueError(f'{self.name}: axis {self._axis} repeats an axis of '
-                       f'an input of rank {len(shape)}.')
+    rank = len(shape)
+    outside = [a for a in self._axis if not -rank <= a < rank]
+    if outside:
+      raise ValueError(
+          f'{self.name}: axis {tuple(self._axis)} has {outside} outside an '
+          f'input of rank {rank} (shape {shape}). The default (0, 1, 2) '
+          f'normalizes images [batch, height, width, channels]; for '
+          f'[batch, features] pass axis=(0,), for [batch, length, features] '
+          f'axis=(0, 1).')
+    axis = tuple(a % rank for a in self._axis)
+    if len(set(axis)) != len(axis):
+      raise ValueError(f'{self.name}: axis {tuple(self._axis)} repeats an '
+                       f'axis of an input of rank {rank} (it is {axis} '
+                       f'counted from the front).')
+    self._axis = axis
     kept = tuple(d for i, d in enumerate(shape) if i not in self._axis)
     beta = jnp.zeros(kept, dtype=jnp.float32) if self._center else ()
     gamma = jnp.ones(kept, dtype=jnp.float32) if self._scale else ()
