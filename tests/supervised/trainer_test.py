@@ -219,3 +219,35 @@ def test_whole_step_xla_is_the_outer_function_under_the_default_strategy():
   assert not _nested_call_ops(outer._fast_fn)
   assert scoped._step_fn._jit_compile is None
   assert _nested_call_ops(scoped._fast_fn)
+
+
+def test_flat_fast_call_equals_the_structured_call_bitwise():
+  """After the first step the Trainer calls its traced step on the flat
+  input tensors; the weights equal, bit for bit, those of calls through
+  the structured signature."""
+  batch = _batch()
+  flat = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01))
+  structured = trainer_lib.Trainer(_mlp_with_loss(batch),
+                                   optimizers.Adam(0.01))
+  calls = []
+  for step in range(4):
+    rng = fastmath.random.get_prng(step)
+    flat.one_step(batch, rng, step, learning_rate=0.01 / (1 + step))
+    structured._fast_flat = None  # pylint: disable=protected-access
+    structured.one_step(batch, rng, step, learning_rate=0.01 / (1 + step))
+    if step == 0:
+      inner = flat._fast_flat  # pylint: disable=protected-access
+      assert inner is not None
+      flat._fast_flat = lambda xs: calls.append(1) or inner(xs)  # pylint: disable=protected-access
+  assert len(calls) == 3 and flat.n_traces == 1
+  for a, b in zip(fastmath.tree_flatten(flat.model_weights),
+                  fastmath.tree_flatten(structured.model_weights)):
+    np.testing.assert_array_equal(a, b)
+
+
+def test_step_outside_int32_is_refused():
+  batch = _batch()
+  trainer = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.SGD(0.1))
+  with pytest.raises(ValueError, match=r'Trainer.one_step: step 2147483648 '
+                     r'does not fit the int32 step counter'):
+    trainer.one_step(batch, fastmath.random.get_prng(0), 2**31)

@@ -71,6 +71,19 @@ def split_batch(batch, strategy, owner):
   return strategy.experimental_distribute_values_from_function(value_fn)
 
 
+def _flat_caller(concrete):
+  """Calls `concrete` on its flat input tensors, or None if TF can't.
+
+  `ConcreteFunction._call_flat` is TensorFlow's own path below the
+  argument binding; a TensorFlow without it gets None, and the caller uses
+  the ordinary call.
+  """
+  call_flat = getattr(concrete, '_call_flat', None)
+  if call_flat is None:
+    return None
+  return lambda flat: call_flat(flat, concrete.captured_inputs)
+
+
 def _after(updates, loss, stats):
   """`(loss, stats)`, available only once `updates` have run."""
   with tf.control_dependencies(updates):
@@ -165,7 +178,7 @@ class Trainer:
     self.n_traces = 0
     # The traced step for the last batch layout, called directly: this
     # skips tf.function's per-call signature matching on the host.
-    self._fast_layout, self._fast_fn = None, None
+    self._fast_layout, self._fast_fn, self._fast_flat = None, None, None
 
   @property
   def strategy(self):
@@ -274,9 +287,11 @@ class Trainer:
       return self._compute_in_place(batch, rng, step, opt_params)
     return self._write_fn(batch, rng, step, opt_params)
 
-  def _distributed_step(self, batch, rng, step, opt_params):
+  def _distributed_step(self, batch, rng, hparams):
+    # `hparams` is [step, *opt_params] as float64 (see `_pack_hparams`).
     self.n_traces += 1
-    opt_params = {k: opt_params[i]
+    step = tf.cast(hparams[0], tf.int32)
+    opt_params = {k: tf.cast(hparams[i + 1], tf.float32)
                   for i, k in enumerate(self._default_opt_params)}
     loss, stats = self._strategy.run(self._replica_step,
                                      args=(batch, rng, step, opt_params))
@@ -318,33 +333,55 @@ class Trainer:
           f'Trainer.one_step: opt_params {unknown} are not hyperparameters '
           f'of {type(self._optimizer).__name__} (it has '
           f'{sorted(self._default_opt_params)}).')
-    # One small host-to-device copy for all hyperparameters, unpacked in the
-    # step: fewer arguments make each call of the compiled step cheaper.
-    params = tf.constant(onp.array(
-        [onp.float32(params[k]) for k in self._default_opt_params],
-        onp.float32))
+    hparams = self._pack_hparams(step, params)
     if not isinstance(batch, tf.distribute.DistributedValues) and not (
         isinstance(batch, tuple) and batch and isinstance(
             batch[0], tf.distribute.DistributedValues)):
       batch = self.distribute_batch(batch)
-    return self._call_step(batch, rng, tf.constant(step, tf.int32), params)
+    return self._call_step(batch, rng, hparams)
 
-  def _call_step(self, batch, rng, step, params):
+  def _pack_hparams(self, step, params):
+    """The step number and hyperparameters as one float64 tensor.
+
+    One new input tensor per call instead of two: each fresh input makes a
+    call of the compiled step measurably dearer. float64 holds the step
+    exactly (below 2**53; the step casts it to int32) and each float32
+    hyperparameter exactly.
+    """
+    step = int(step)
+    if not -2**31 <= step < 2**31:
+      raise ValueError(f'Trainer.one_step: step {step} does not fit the '
+                       f'int32 step counter.')
+    values = onp.array([onp.float32(params[k])
+                        for k in self._default_opt_params], onp.float32)
+    return tf.constant(onp.concatenate(
+        [onp.array([step], onp.float64), values.astype(onp.float64)]))
+
+  def _call_step(self, batch, rng, hparams):
     """Runs the compiled step, reusing its traced graph when it can."""
     if (isinstance(batch, tf.distribute.DistributedValues) or
         not isinstance(batch, tuple) or tf.config.functions_run_eagerly()):
-      return self._step_fn(batch, rng, step, params)
+      return self._step_fn(batch, rng, hparams)
     leaves = tf.nest.flatten(batch)
-    layout = (len(batch), len(leaves), getattr(rng, 'dtype', None)) + tuple(
-        (type(x), tuple(getattr(x, 'shape', ())), getattr(x, 'dtype', None))
-        for x in leaves)
+    layout = (len(batch), len(leaves), getattr(rng, 'dtype', None),
+              tuple(getattr(rng, 'shape', ()))) + tuple(
+                  (type(x), tuple(getattr(x, 'shape', ())),
+                   getattr(x, 'dtype', None)) for x in leaves)
     if layout == self._fast_layout:
+      flat = leaves + [rng, hparams]
+      if self._fast_flat is not None and all(
+          isinstance(x, tf.Tensor) for x in flat):
+        # The layout check above has matched every input's type, shape and
+        # dtype to the trace, so the traced function is called on the flat
+        # tensors directly, without re-binding the nested arguments (about
+        # 0.1 ms of host time per step).
+        return self._fast_flat(flat)
       try:
-        return self._fast_fn(batch, rng, step, params)
+        return self._fast_fn(batch, rng, hparams)
       except TypeError:
         pass  # A difference this check does not see: trace as usual.
-    out = self._step_fn(batch, rng, step, params)
-    self._fast_fn = self._step_fn.get_concrete_function(batch, rng, step,
-                                                        params)
+    out = self._step_fn(batch, rng, hparams)
+    self._fast_fn = self._step_fn.get_concrete_function(batch, rng, hparams)
+    self._fast_flat = _flat_caller(self._fast_fn)
     self._fast_layout = layout
     return out
