@@ -167,8 +167,9 @@ def test_batch_norm_names_axes_outside_the_input():
     tl.BatchNorm().init(shapes.ShapeDtype((8, 4)))
   with pytest.raises(tl.LayerError, match=r'axis \(0, -3\) has \[-3\]'):
     tl.BatchNorm(axis=(0, -3)).init(shapes.ShapeDtype((8, 4)))
-  with pytest.raises(tl.LayerError, match=r'BatchNorm: axis \(0, -2\) repeats an '
-                     r'axis of an input of rank 2 \(it is \(0, 0\)'):
+  with pytest.raises(tl.LayerError, match=r'BatchNorm: axis \(0, -2\) '
+                     r'repeats an axis of an input of rank 2 '
+                     r'\(it is \(0, 0\)'):
     tl.BatchNorm(axis=(0, -2)).init(shapes.ShapeDtype((8, 4)))
 
 

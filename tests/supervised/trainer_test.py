@@ -251,3 +251,6 @@ def test_step_outside_int32_is_refused():
   with pytest.raises(ValueError, match=r'Trainer.one_step: step 2147483648 '
                      r'does not fit the int32 step counter'):
     trainer.one_step(batch, fastmath.random.get_prng(0), 2**31)
+  with pytest.raises(ValueError, match=r'Trainer.one_step: step must be an '
+                     r'integer, got 1.5'):
+    trainer.one_step(batch, fastmath.random.get_prng(0), 1.5)

@@ -155,10 +155,10 @@ class Trainer:
     # a call runs the compiled executable directly, with no TF executor and
     # no function-call op around an inner XLA cluster (about 5% of the MLP
     # step, and a shorter first step; see bench/README.md).
-    self._outer_xla = (whole and not tf.distribute.has_strategy() and
-                       self._strategy is tf.distribute.get_strategy())
+    outer_xla = (whole and not tf.distribute.has_strategy() and
+                 self._strategy is tf.distribute.get_strategy())
     self._step_fn = tf.function(self._distributed_step, autograph=False,
-                                jit_compile=True if self._outer_xla else None)
+                                jit_compile=True if outer_xla else None)
     # A whole-step XLA program fuses the pure update itself, and ran faster
     # that way than with the fused kernels inside it, so it keeps the pure
     # update (see bench/README.md).
@@ -169,7 +169,7 @@ class Trainer:
     # them in place instead of returning new arrays to be copied in.
     self._write_fn = (tf.function(self._compute_and_write, autograph=False,
                                   jit_compile=True)
-                      if whole and not self._outer_xla
+                      if whole and not outer_xla
                       else self._compute_and_write)
     self._update_fn = (tf.function(self._update, autograph=False,
                                    jit_compile=True)
@@ -348,7 +348,11 @@ class Trainer:
     exactly (below 2**53; the step casts it to int32) and each float32
     hyperparameter exactly.
     """
-    step = int(step)
+    as_int = int(step)
+    if as_int != step:
+      raise ValueError(f'Trainer.one_step: step must be an integer, got '
+                       f'{step!r}.')
+    step = as_int
     if not -2**31 <= step < 2**31:
       raise ValueError(f'Trainer.one_step: step {step} does not fit the '
                        f'int32 step counter.')
