@@ -1,5 +1,7 @@
 """Trainer: one compiled replica step; replicas agree with one device."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -219,6 +221,42 @@ def test_whole_step_xla_is_the_outer_function_under_the_default_strategy():
   assert not _nested_call_ops(outer._fast_fn)
   assert scoped._step_fn._jit_compile is None
   assert _nested_call_ops(scoped._fast_fn)
+
+
+def _optimized_hlo(trainer, batch, step):
+  """The whole-step XLA program after XLA's optimizations, as text."""
+  rng = fastmath.random.get_prng(step)
+  hparams = trainer._pack_hparams(step, trainer._default_opt_params)  # pylint: disable=protected-access
+  return trainer._step_fn.experimental_get_compiler_ir(  # pylint: disable=protected-access
+      trainer.distribute_batch(batch), rng, hparams)(stage='optimized_hlo')
+
+
+def test_whole_step_xla_updates_weights_the_norm_reads_in_place():
+  """The weights norm reads every old weight; the whole-step program still
+  writes the first layer's kernel (read only by the forward pass and the
+  norm) in place, with no copy. Without the ordering XLA copies it, and the
+  ordered step's weights equal the plain step's."""
+  batch = _batch()
+  plain = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01))
+  ordered = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01),
+                                jit_compile=True)
+  unordered = trainer_lib.Trainer(_mlp_with_loss(batch),
+                                  optimizers.Adam(0.01), jit_compile=True)
+  unordered._order_writes = False  # pylint: disable=protected-access
+  kernel_copy = re.compile(r'f32\[4,8\]\{1,0\} copy\(')
+  assert not kernel_copy.search(_optimized_hlo(ordered, batch, 0))
+  assert kernel_copy.search(_optimized_hlo(unordered, batch, 0))
+  for step in range(3):
+    rng = fastmath.random.get_prng(step)
+    before = np.sqrt(sum(np.sum(np.asarray(w, np.float64) ** 2)
+                         for w in fastmath.tree_flatten(ordered.model_weights)))
+    plain.one_step(batch, rng, step)
+    _, stats = ordered.one_step(batch, rng, step)
+    # The norm is of the weights before the update, as Trax reports it.
+    np.testing.assert_allclose(float(stats['weights_l2']), before, rtol=1e-5)
+  for a, b in zip(fastmath.tree_flatten(ordered.model_weights),
+                  fastmath.tree_flatten(plain.model_weights)):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_flat_fast_call_equals_the_structured_call_bitwise():

@@ -84,6 +84,26 @@ def _flat_caller(concrete):
   return lambda flat: call_flat(flat, concrete.captured_inputs)
 
 
+def _written_after_reads(new_weights, weights_l2):
+  """`new_weights`, made to depend on `weights_l2` at no numeric cost.
+
+  XLA updates a variable in place when nothing reads its old value after
+  the write. `weights_l2` reads every old weight, and no data path orders
+  that read before the update, so XLA copies each weight the norm reads
+  (about 9% of the MLP step). Multiplying each new weight by a factor that
+  is exactly 1 (a sum of squares is never negative, and NaN < 0 is false)
+  but that XLA cannot fold puts the norm before the write, and the multiply
+  fuses into the update's own kernel.
+  """
+  one = tf.where(weights_l2 < 0, 0.0, 1.0)
+
+  def tie(w):
+    if not tf.as_dtype(w.dtype).is_floating:
+      return w
+    return w * tf.cast(one, w.dtype)
+  return fastmath.nested_map(tie, new_weights)
+
+
 def _after(updates, loss, stats):
   """`(loss, stats)`, available only once `updates` have run."""
   with tf.control_dependencies(updates):
@@ -157,6 +177,10 @@ class Trainer:
     # step, and a shorter first step; see bench/README.md).
     outer_xla = (whole and not tf.distribute.has_strategy() and
                  self._strategy is tf.distribute.get_strategy())
+    # In the whole-step program each variable's new value is written over
+    # the old buffer once every read of the old value is done (see
+    # `_written_after_reads`).
+    self._order_writes = whole
     self._step_fn = tf.function(self._distributed_step, autograph=False,
                                 jit_compile=True if outer_xla else None)
     # A whole-step XLA program fuses the pure update itself, and ran faster
@@ -246,6 +270,8 @@ class Trainer:
     grads, loss = collectives.pmean((grads, loss))
     new_weights, new_slots, stats = self._update_fn(step, grads, weights,
                                                     slots, opt_params)
+    if self._order_writes and 'weights_l2' in stats:
+      new_weights = _written_after_reads(new_weights, stats['weights_l2'])
     return loss, stats, new_weights, new_slots, mean_state(new_state)
 
   def _compute_in_place(self, batch, rng, step, opt_params):
