@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from distribute import collectives
 from tfnp_trax import fastmath
+from tfnp_trax import optimizers
 from tfnp_trax.supervised import _fused_updates
 from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import _variables
@@ -84,24 +85,21 @@ def _flat_caller(concrete):
   return lambda flat: call_flat(flat, concrete.captured_inputs)
 
 
-def _written_after_reads(new_weights, weights_l2):
-  """`new_weights`, made to depend on `weights_l2` at no numeric cost.
+def _ordered_after(tree, norm):
+  """`tree`, made to depend on the scalar `norm` at no numeric cost.
 
-  XLA updates a variable in place when nothing reads its old value after
-  the write. `weights_l2` reads every old weight, and no data path orders
-  that read before the update, so XLA copies each weight the norm reads
-  (about 9% of the MLP step). Multiplying each new weight by a factor that
-  is exactly 1 (a sum of squares is never negative, and NaN < 0 is false)
-  but that XLA cannot fold puts the norm before the write, and the multiply
-  fuses into the update's own kernel.
+  Each floating leaf is multiplied by a factor that is exactly 1 (a norm is
+  never negative, and NaN < 0 is false) but that XLA cannot fold, so XLA
+  computes `norm` before anything reads the result; the multiply fuses into
+  the reader's own kernel. See `Trainer._order_writes`.
   """
-  one = tf.where(weights_l2 < 0, 0.0, 1.0)
+  one = tf.where(norm < 0, 0.0, 1.0)
 
-  def tie(w):
-    if not tf.as_dtype(w.dtype).is_floating:
-      return w
-    return w * tf.cast(one, w.dtype)
-  return fastmath.nested_map(tie, new_weights)
+  def tie(x):
+    if not tf.as_dtype(x.dtype).is_floating:
+      return x
+    return x * tf.cast(one, x.dtype)
+  return fastmath.nested_map(tie, tree)
 
 
 def _after(updates, loss, stats):
@@ -177,9 +175,14 @@ class Trainer:
     # step, and a shorter first step; see bench/README.md).
     outer_xla = (whole and not tf.distribute.has_strategy() and
                  self._strategy is tf.distribute.get_strategy())
-    # In the whole-step program each variable's new value is written over
-    # the old buffer once every read of the old value is done (see
-    # `_written_after_reads`).
+    # XLA updates a variable in place when nothing reads its old value after
+    # the write; where no data path orders a read before the write, it
+    # copies the variable first. In the whole-step program the update reads
+    # the weights only after every gradient exists (so after the backward
+    # pass's reads), and writes them only after `weights_l2` has read them:
+    # no weight is copied, and the norm's read of the weights runs beside
+    # the update instead of competing with the forward matmuls (about 10% of
+    # the MLP step with XLA; see bench/README.md).
     self._order_writes = whole
     self._step_fn = tf.function(self._distributed_step, autograph=False,
                                 jit_compile=True if outer_xla else None)
@@ -268,10 +271,13 @@ class Trainer:
     # inside the replica, never gathered on the host.
     # One batched collective for both.
     grads, loss = collectives.pmean((grads, loss))
+    if self._order_writes:
+      # The optimizer computes this norm too; XLA merges the two.
+      weights = _ordered_after(weights, optimizers.l2_norm(grads))
     new_weights, new_slots, stats = self._update_fn(step, grads, weights,
                                                     slots, opt_params)
     if self._order_writes and 'weights_l2' in stats:
-      new_weights = _written_after_reads(new_weights, stats['weights_l2'])
+      new_weights = _ordered_after(new_weights, stats['weights_l2'])
     return loss, stats, new_weights, new_slots, mean_state(new_state)
 
   def _compute_in_place(self, batch, rng, step, opt_params):
