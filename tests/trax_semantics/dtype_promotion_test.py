@@ -621,6 +621,32 @@ def test_tensor_operators_promote_along_the_lattice(make, want):
   assert make().dtype.name == want
 
 
+def test_operators_on_one_dtype_add_no_casts():
+  """`a * b` on two float32 tensors traces to one Mul (TensorFlow's NumPy
+  behaviour alone adds a no-op Cast per operand); mixed dtypes still go
+  through TensorFlow's promotion, and the values are unchanged."""
+  def run(a, b, i):
+    return a * b, a - b, a / b, a ** b, a + i
+
+  specs = [tf.TensorSpec((3,), tf.float32)] * 2 + [
+      tf.TensorSpec((3,), tf.int32)]
+  graph = tf.function(run, autograph=False).get_concrete_function(
+      *specs).graph
+  casts = [op for op in graph.get_operations() if op.type == 'Cast']
+  # Only the mixed `a + i` casts (TensorFlow's own promotion path).
+  assert casts and all(c.name.startswith('add/') for c in casts), casts
+  assert 'int32' in [c.inputs[0].dtype.name for c in casts]
+  a = np.array([1.5, 2.0, 3.0], np.float32)
+  b = np.array([2.0, 0.5, -1.0], np.float32)
+  i = np.array([1, 2, 3], np.int32)
+  got = run(tf.constant(a), tf.constant(b), tf.constant(i))
+  a64, b64 = a.astype(np.float64), b.astype(np.float64)
+  want = [a64 * b64, a64 - b64, a64 / b64, a64 ** b64, a64 + i]
+  for g, w in zip(got, want):
+    assert g.dtype == tf.float32
+    np.testing.assert_allclose(g.numpy(), w, rtol=1e-6)
+
+
 def test_lattice_result_type_defers_to_numpy_for_unknown_arguments():
   calls = []
 
