@@ -42,6 +42,36 @@ def test_dense_use_bfloat16_and_bfloat16_inputs():
   lt.check_bfloat16(tl.Dense(5), _X)
 
 
+@pytest.mark.parametrize('shape, dtype, kwargs', [
+    ((4, 3), np.float32, {}),
+    ((2, 5, 3), np.float32, {'use_bias': False}),
+    ((4, 3), jnp.bfloat16, {}),
+    ((4, 3), np.float16, {'use_bfloat16': True}),
+    ((4, 3), np.int32, {}),  # Not floating: the general path.
+])
+def test_dense_output_signature_matches_running_it(shape, dtype, kwargs,
+                                                    monkeypatch):
+  """A floating input's output signature comes from the shapes, with no
+  matmul run during init (fastmath.linear is made to fail); it equals the
+  signature of the layer's actual output."""
+  sig = shapes.ShapeDtype(shape, dtype)
+  x = np.ones(shape, np.float32).astype(dtype)
+  layer = tl.Dense(6, **kwargs)
+  layer.init(sig, rng=fastmath.random.get_prng(0))
+  want = shapes.signature(layer(x))
+  floating = np.dtype(dtype).kind == 'f' or dtype is jnp.bfloat16
+  if floating:
+    def no_matmul(*args, **kw):
+      raise AssertionError('Dense ran a matmul to find its output signature')
+    monkeypatch.setattr(fastmath, 'linear', no_matmul)
+  got = layer.output_signature(sig)
+  assert got == want and tuple(got.shape) == shape[:-1] + (6,)
+  serial = tl.Serial(tl.Dense(6, **kwargs), tl.Dense(2, **kwargs))
+  serial.init(sig, rng=fastmath.random.get_prng(0))
+  assert serial.output_signature(sig) == shapes.ShapeDtype(
+      shape[:-1] + (2,), want.dtype)
+
+
 def test_dense_errors():
   layer = tl.Dense(5)
   lt.init_layer(layer, _X)
