@@ -6,7 +6,7 @@ else; `Negate()` and `StopGradient()` come wrapped, printing as Trax's do
 (`Serial[Negate]`).
 """
 
-import tensorflow as tf
+import numpy as onp
 
 from tfnp_trax import debug
 from tfnp_trax import fastmath
@@ -185,7 +185,7 @@ class Dense(base.Layer):
     sig = input_signature
     if (self.state == base.EMPTY_STATE and
         isinstance(sig, shapes.ShapeDtype) and sig.shape and
-        tf.as_dtype(sig.dtype).name in _FLOAT_NAMES):
+        onp.dtype(sig.dtype).name in _FLOAT_NAMES):
       try:
         w, _ = self._weight_and_bias()
       except ValueError:
