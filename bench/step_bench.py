@@ -4,14 +4,17 @@ Runs every configuration in its own process, interleaved (A B A B ...) over
 several rounds, as BENCHMARKS.md asks, and prints medians and ratios:
 
   python bench/step_bench.py [--rounds 3] [--models mlp,lm] [--replicas]
+                             [--precision bf16]
 
 Each process builds the model, times the first step (build + trace + first
-step), runs 5 warm-up steps, then times 50 steps one by one (each waits for
-its loss) and reports the median, plus its peak RSS. Synthetic batches are
+step), warms up for at least 5 steps and 0.5 s, then times at least 50
+steps and 2 s one by one (each waits for its loss) and reports the median,
+plus its peak RSS. Synthetic batches are
 cycled from memory. The LM also runs as a hand-written functional TF step
 (`bare_tf`). With --replicas, the MLP step also runs on 2 and 4 logical CPU
 replicas over the same global batch, beside a Keras MirroredStrategy custom
-step on the same devices.
+step on the same devices. With --precision bf16, ours trains in mixed
+bfloat16 against Keras's mixed_bfloat16 policy.
 """
 
 import argparse
@@ -36,13 +39,19 @@ def main():
   parser.add_argument('--models', default='mlp,lm')
   parser.add_argument('--replicas', action='store_true')
   parser.add_argument('--out', default=None, help='Write results as JSON.')
+  parser.add_argument('--precision', choices=['fp32', 'bf16'], default='fp32',
+                      help='bf16: ours with precision="bf16" against Keras '
+                      'under mixed_bfloat16 (no bare-TF or replica rows).')
   args = parser.parse_args()
+  bf16 = args.precision == 'bf16'
+  if bf16 and args.replicas:
+    parser.error('--precision bf16 has no replica rows; drop --replicas.')
 
   configs = []
   for model in args.models.split(','):
     for jit in (False, True):
-      impls = ('ours', 'keras', 'bare_tf') if model == 'lm' else ('ours',
-                                                                  'keras')
+      impls = (('ours', 'keras', 'bare_tf') if model == 'lm' and not bf16
+               else ('ours', 'keras'))
       for impl in impls:
         configs.append((model, impl, jit, 1))
   if args.replicas:
@@ -57,6 +66,7 @@ def main():
       flags = ['--model', model, '--impl', impl, '--replicas', str(replicas)]
       if jit:
         flags.append('--jit')
+      flags += ['--precision', args.precision]
       r = _common.run_config(_SCRIPT, flags)
       results[(model, impl, jit, replicas)].append(r)
       print(f'round {rnd}: {model} {impl} jit={jit} replicas={replicas}: '
@@ -64,7 +74,8 @@ def main():
             f'{r["first_step_s"]:.2f}s', flush=True)
 
   peak = _common.matmul_peak_gflops()
-  print(f'\nfp32 matmul peak here: {peak:.0f} GFLOP/s\n')
+  print(f'\nfp32 matmul peak here: {peak:.0f} GFLOP/s; step precision: '
+        f'{args.precision}\n')
   print(f'{"config":34s} {"steps/s":>8s} {"first":>7s} {"RSS MiB":>8s} '
         f'{"%peak":>6s} {"vs keras":>9s}')
   table = {}

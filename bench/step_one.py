@@ -1,11 +1,14 @@
 """One benchmark configuration: a training step of one model, one framework.
 
 usage: python bench/step_one.py --model mlp|lm --impl ours|keras|bare_tf
-                                [--jit] [--replicas N]
+                                [--jit] [--replicas N] [--precision bf16]
 
 `keras` with N > 1 replicas is a Keras custom step under MirroredStrategy
 on the same logical devices and global batch; `bare_tf` is a hand-written
 functional TensorFlow LM step (tf.Variables, tf.nn ops, fused Adam kernel).
+With `--precision bf16`, ours trains with `Trainer(precision='bf16')` and
+Keras under its `mixed_bfloat16` policy (both keep float32 master weights
+and compute the loss in float32).
 Prints one JSON line: steps/s, time to first step, peak RSS.
 """
 
@@ -51,7 +54,7 @@ def ours_model_with_loss(model):
   return tl.Serial(net, tl.WeightedCategoryCrossEntropy())
 
 
-def ours(model, jit, replicas):
+def ours(model, jit, replicas, precision=None):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tfnp_trax import fastmath, optimizers, shapes  # pylint: disable=g-import-not-at-top
   from tfnp_trax.supervised.trainer import Trainer  # pylint: disable=g-import-not-at-top
@@ -68,7 +71,8 @@ def ours(model, jit, replicas):
   mwl = ours_model_with_loss(model)
   mwl.init(shapes.signature(batches[0]), rng=fastmath.random.get_prng(0))
   trainer = Trainer(mwl, optimizers.Adam(1e-3, weight_decay_rate=0.0),
-                    strategy=strategy, jit_compile=jit or None)
+                    strategy=strategy, jit_compile=jit or None,
+                    precision=precision)
   state = {'i': 0}
   dist = [trainer.distribute_batch(b) for b in batches]
 
@@ -83,9 +87,11 @@ def ours(model, jit, replicas):
   return step, first
 
 
-def keras_impl(model, jit, replicas):
+def keras_impl(model, jit, replicas, precision=None):
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if precision == 'bf16':
+    keras.mixed_precision.set_global_policy('mixed_bfloat16')
   if replicas > 1:
     return _keras_mirrored(keras, tf, model, replicas)
   batches = [tuple(tf.constant(x) for x in b) for b in _batches(model)]
@@ -281,7 +287,13 @@ def main():
   parser.add_argument('--jit', action='store_true')
   parser.add_argument('--replicas', type=int, default=1)
   parser.add_argument('--timed', type=int, default=50)
+  parser.add_argument('--precision', choices=['fp32', 'bf16'], default='fp32')
   args = parser.parse_args()
+  if args.precision == 'bf16' and (args.impl == 'bare_tf' or
+                                   args.replicas > 1):
+    parser.error('--precision bf16 compares ours with Keras on one replica '
+                 f'(got --impl {args.impl} --replicas {args.replicas}).')
+  precision = 'bf16' if args.precision == 'bf16' else None
   if args.replicas > 1:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     cpu = tf.config.list_physical_devices('CPU')[0]
@@ -289,10 +301,12 @@ def main():
         cpu, [tf.config.LogicalDeviceConfiguration()] * args.replicas)
   impl = {'ours': ours, 'keras': keras_impl, 'bare_tf': bare_tf_impl}[
       args.impl]
-  step, first = impl(args.model, args.jit, args.replicas)
+  step, first = (impl(args.model, args.jit, args.replicas, precision)
+                 if precision else impl(args.model, args.jit, args.replicas))
   seconds = _common.time_steps(step, n_timed=args.timed)
   print(json.dumps({'model': args.model, 'impl': args.impl, 'jit': args.jit,
-                    'replicas': args.replicas, 'steps_per_s': 1.0 / seconds,
+                    'replicas': args.replicas, 'precision': args.precision,
+                    'steps_per_s': 1.0 / seconds,
                     'first_step_s': first,
                     'peak_rss_mib': _common.peak_rss_mib()}))
 
