@@ -57,9 +57,8 @@ def _skip_same_dtype_casts():
     return
 
   def maybe_promote_tensors(*tensors, force_same_dtype=False):
-    if tensors and all(type(t) is not tf.Variable and isinstance(t, tf.Tensor)
-                       for t in tensors) and all(
-                           t.dtype == tensors[0].dtype for t in tensors):
+    if tensors and all(isinstance(t, tf.Tensor) and t.dtype == tensors[0].dtype
+                       for t in tensors):
       return list(tensors)
     return promote(*tensors, force_same_dtype=force_same_dtype)
   maybe_promote_tensors._tfnp_trax = True  # pylint: disable=protected-access
