@@ -647,6 +647,35 @@ def test_operators_on_one_dtype_add_no_casts():
     np.testing.assert_allclose(g.numpy(), w, rtol=1e-6)
 
 
+@pytest.mark.parametrize('dtype,scalar,want', [
+    (tf.float32, 1.0, 'float32'), (tf.bfloat16, 2.0, 'bfloat16'),
+    (tf.float16, 3, 'float16'), (tf.int32, 0.5, 'float32'),
+    (tf.int32, 2, 'int32'), (tf.float64, 1.0, 'float64'),
+])
+def test_operators_with_python_scalars_cast_only_what_changes(dtype, scalar,
+                                                              want):
+  """`1.0 - x` and `x * 2` trace without a Cast of a tensor that already
+  has the result dtype; an int32 tensor with a Python float is cast once,
+  to float32 (JAX's weak-typed scalars). Values match float64 NumPy."""
+  def run(x):
+    return scalar - x, x * scalar, x + scalar
+
+  graph = tf.function(run, autograph=False).get_concrete_function(
+      tf.TensorSpec((3,), dtype)).graph
+  casts = [op for op in graph.get_operations() if op.type == 'Cast']
+  if want == dtype.name:
+    assert not casts, casts
+  else:  # The tensor operand alone is cast, once per operator.
+    assert len(casts) == 3 and all(
+        c.inputs[0].dtype == dtype for c in casts), casts
+  x = np.array([1.0, 2.0, 4.0])
+  got = run(tf.constant(x, dtype))
+  want_values = [scalar - x, x * scalar, x + scalar]
+  for g, w in zip(got, want_values):
+    assert g.dtype.name == want
+    np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=1e-2)
+
+
 def test_lattice_result_type_defers_to_numpy_for_unknown_arguments():
   calls = []
 

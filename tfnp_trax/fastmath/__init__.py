@@ -40,6 +40,8 @@ from tfnp_trax.fastmath.nn_ops import softmax
 from tfnp_trax.fastmath.nn_ops import sparse_softmax_cross_entropy
 from tfnp_trax.fastmath.nn_ops import max_pool
 from tfnp_trax.fastmath.nn_ops import sum_pool
+from tfnp_trax.fastmath.norms import ordered_after
+from tfnp_trax.fastmath.norms import sums_of_squares
 from tfnp_trax.fastmath.ops import dynamic_slice
 from tfnp_trax.fastmath.ops import dynamic_slice_in_dim
 from tfnp_trax.fastmath.ops import dynamic_update_slice
@@ -71,6 +73,7 @@ from tfnp_trax.fastmath.ops import top_k
 from tfnp_trax.fastmath.transforms import custom_grad
 from tfnp_trax.fastmath.transforms import custom_vjp
 from tfnp_trax.fastmath.transforms import grad
+from tfnp_trax.fastmath.transforms import in_xla
 from tfnp_trax.fastmath.transforms import jit
 from tfnp_trax.fastmath.transforms import stop_gradient
 from tfnp_trax.fastmath.transforms import value_and_grad
@@ -99,7 +102,7 @@ __all__ = [
     'canonicalize_array', 'canonicalize_dtype', 'promote_args',
     'result_type', 'dataset_as_numpy', 'disable_jit', 'global_device_count',
     'is_backend', 'lt', 'map', 'nested_stack', 'nested_zip', 'pmap', 'remat',
-    'sigmoid',
+    'sigmoid', 'in_xla', 'ordered_after', 'sums_of_squares',
 ]
 
 # Trax code also writes `import trax.fastmath.numpy as jnp`. `numpy` here is

@@ -43,25 +43,45 @@ def _enable_once():
 
 
 def _skip_same_dtype_casts():
-  """Tensor operators on tensors of one dtype add no Cast ops.
+  """Tensor operators add no Cast op to an operand already of the result dtype.
 
-  With NumPy behaviour on, `a * b` casts each operand to the promoted dtype
-  through a Cast op even when both already have it. Those no-op Casts were
-  a third of the ops in a traced training step (322 of 883 for a 3-layer
-  MLP) and an extra kernel per operand in eager code. Tensors that share a
-  dtype promote to that dtype, so they are returned as they are; every
-  other case goes to TensorFlow's own promotion.
+  With NumPy behaviour on, `a * b` casts each tensor operand to the
+  promoted dtype through a Cast op even when it already has it, and so does
+  `1.0 - b` for the tensor `b`. Those no-op Casts were a third of the ops in
+  a traced training step (322 of 883 for a 3-layer MLP) and an extra kernel
+  per operand in eager code. Here the result dtype is computed exactly as
+  TensorFlow computes it, and only operands of another dtype are cast;
+  anything this does not recognise goes to TensorFlow's own promotion.
   """
   promote = getattr(_binary_ops, 'maybe_promote_tensors', None)
+  get_dtype = getattr(_binary_ops, '_maybe_get_dtype', None)
   if promote is None or getattr(promote, '_tfnp_trax', False):
     return
+  # pylint: disable=protected-access
+  from tensorflow.python.framework import ops as _ops  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+
+  def numpy_promotion():
+    return (_ops.is_numpy_style_type_promotion() and
+            not _ops.is_auto_dtype_conversion_enabled())
 
   def maybe_promote_tensors(*tensors, force_same_dtype=False):
     if tensors and all(isinstance(t, tf.Tensor) and t.dtype == tensors[0].dtype
                        for t in tensors):
-      return list(tensors)
-    return promote(*tensors, force_same_dtype=force_same_dtype)
-  maybe_promote_tensors._tfnp_trax = True  # pylint: disable=protected-access
+      return list(tensors)  # Tensors that share a dtype promote to it.
+    if get_dtype is None or not tensors or not numpy_promotion() or any(
+        isinstance(t, (list, tuple)) for t in tensors):
+      return promote(*tensors, force_same_dtype=force_same_dtype)
+    result = tf.as_dtype(_np_dtypes._result_type(
+        *[get_dtype(t) for t in tensors]))
+    out = []
+    for t in tensors:
+      if not isinstance(t, tf.Tensor):
+        t = tf.convert_to_tensor(t, result)
+      elif t.dtype != result:
+        t = tf.cast(t, result)
+      out.append(t)
+    return out
+  maybe_promote_tensors._tfnp_trax = True
   _binary_ops.maybe_promote_tensors = maybe_promote_tensors
 
 

@@ -9,18 +9,9 @@ the step to have a compiled step see its current value.
 
 import tensorflow as tf
 
+from tfnp_trax.fastmath import transforms
+
 __all__ = ['writer_active', 'scalar', 'image']
-
-
-def _in_xla():
-  # TensorFlow has no XLA kernel for summary writes; compiling one fails.
-  try:
-    from tensorflow.python.framework import ops  # pylint: disable=g-import-not-at-top
-    from tensorflow.python.ops import control_flow_util  # pylint: disable=g-import-not-at-top
-    return control_flow_util.GraphOrParentsInXlaContext(
-        ops.get_default_graph())
-  except (ImportError, AttributeError):
-    return False
 
 
 def writer_active():
@@ -34,7 +25,8 @@ def writer_active():
     active = summary_ops_v2.has_default_writer()
   except (ImportError, AttributeError):
     active = True  # tf.summary itself then decides, returning False if not.
-  return bool(active) and not _in_xla()
+  # TensorFlow has no XLA kernel for summary writes; compiling one fails.
+  return bool(active) and not transforms.in_xla()
 
 
 def _step():

@@ -11,7 +11,22 @@ import tensorflow as tf
 from tfnp_trax.fastmath import trees
 
 __all__ = ['jit', 'grad', 'value_and_grad', 'vjp', 'custom_grad',
-           'custom_vjp', 'stop_gradient']
+           'custom_vjp', 'stop_gradient', 'in_xla']
+
+
+def in_xla():
+  """Whether the code being traced now will be compiled by XLA.
+
+  True inside a `jit_compile=True` function (or one nested in it), so code
+  can choose the form XLA compiles best; False eagerly and in plain graphs.
+  """
+  try:
+    from tensorflow.python.framework import ops  # pylint: disable=g-import-not-at-top
+    from tensorflow.python.ops import control_flow_util  # pylint: disable=g-import-not-at-top
+    return bool(control_flow_util.GraphOrParentsInXlaContext(
+        ops.get_default_graph()))
+  except (ImportError, AttributeError):
+    return False
 
 
 def stop_gradient(x):

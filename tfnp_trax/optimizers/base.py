@@ -26,34 +26,26 @@ from tfnp_trax.optimizers import _trees
 __all__ = ['Optimizer', 'l2_norm', 'clip_grads']
 
 
-def _partial_squares(x):
-  """A vector whose sum is the sum of squares of `x`."""
-  x = _trees.to_compute(x)
-  n = x.shape[-1] if len(x.shape) >= 2 else None
-  if not n:
-    return jnp.reshape(x * x, (-1,))
-  # Row sums as a matrix-vector product: XLA on CPU reduces a large array
-  # to a scalar on one thread, about 3x slower than this dot; without XLA
-  # both forms cost the same.
-  return jnp.matmul(jnp.reshape(x * x, (-1, n)), jnp.ones((n,), x.dtype))
-
-
 def l2_norm(tree):
-  """The L2 norm of all elements of all arrays in `tree`, as a scalar."""
-  parts = [_partial_squares(x) for x in fastmath.tree_flatten(tree)]
-  if not parts:
-    return jnp.zeros((), jnp.float32)
-  # One dot of the concatenated partial sums with ones. XLA splits a sum of
-  # a concatenation back into one reduction per array, but keeps the dot
-  # whole: 12 fewer kernels to compile for a 3-layer MLP's step.
-  dtype = jnp.result_type(jnp.float32, *[p.dtype for p in parts])
-  flat = jnp.concatenate([p.astype(dtype) for p in parts])
-  return jnp.sqrt(jnp.matmul(flat, jnp.ones_like(flat)))
+  """The L2 norm of all elements of all arrays in `tree`, as a scalar.
+
+  float32, or float64 if any array is float64; bfloat16 and float16 arrays
+  are summed in float32.
+  """
+  return jnp.sqrt(fastmath.sums_of_squares([fastmath.tree_flatten(tree)])[0])
 
 
-def clip_grads(grad_tree, max_norm):
-  """Scales `grad_tree` by `max_norm / max(norm, max_norm)` (global norm)."""
-  scale = max_norm / jnp.maximum(l2_norm(grad_tree), max_norm)
+def clip_grads(grad_tree, max_norm, norm=None):
+  """Scales `grad_tree` by `max_norm / max(norm, max_norm)` (global norm).
+
+  Args:
+    grad_tree: a tree of gradient arrays.
+    max_norm: the largest global L2 norm allowed.
+    norm: the global norm of `grad_tree` if already computed (default:
+      computed here).
+  """
+  norm = l2_norm(grad_tree) if norm is None else norm
+  scale = max_norm / jnp.maximum(norm, max_norm)
   return fastmath.nested_map(lambda g: g * scale.astype(g.dtype), grad_tree)
 
 
@@ -215,15 +207,22 @@ class Optimizer:
 
     grads_flat = [_trees.to_compute(g, like=w)
                   for g, w in zip(grads_flat, weights_flat)]
-    grads_norm = l2_norm(grads_flat)
+    # Both norms in one computation (under XLA, three kernels in all).
+    squares = fastmath.sums_of_squares([grads_flat, weights_flat])
+    grads_norm, weights_norm = [jnp.sqrt(x) for x in squares]
     if self._clip_grad_norm is not None:
-      grads_flat = clip_grads(grads_flat, self._clip_grad_norm)
-    weights_norm = l2_norm(weights_flat)
+      grads_flat = clip_grads(grads_flat, self._clip_grad_norm, grads_norm)
+    # Under XLA the update reads the weights only after the norms have read
+    # them (and so after every gradient exists): XLA can then write the new
+    # weights over the old ones in place instead of copying them first.
+    # Elsewhere this returns the weights unchanged.
+    ordered = fastmath.ordered_after(weights_flat, squares)
 
     new_weights_flat, new_slots = [], []
-    for g, w, s in zip(grads_flat, weights_flat, slots):
+    for g, w, w_ordered, s in zip(grads_flat, weights_flat, ordered, slots):
       w = jnp.asarray(w)
-      new_w, new_s = self.update(step, g, _trees.to_compute(w), s, opt_params)
+      new_w, new_s = self.update(step, g, _trees.to_compute(w_ordered), s,
+                                 opt_params)
       new_weights_flat.append(new_w.astype(w.dtype))
       new_slots.append(new_s)
     new_weights, _ = fastmath.tree_unflatten(new_weights_flat, weight_tree)

@@ -20,6 +20,7 @@ decoupled decay `w *= 1 - wd` when the decay rate is not zero.
 
 import tensorflow as tf
 
+from tfnp_trax import fastmath
 from tfnp_trax import optimizers
 
 __all__ = ['FusedUpdate', 'plan']
@@ -64,12 +65,12 @@ class FusedUpdate:
       the list of update ops (for control dependencies).
     """
     grads = [tf.convert_to_tensor(g) for g in grads]
-    grads_norm = _global_norm(grads)
+    grads_norm, weights_norm = [
+        tf.sqrt(x) for x in fastmath.sums_of_squares([grads, weights])]
     if self._clip is not None:
       scale = self._clip / tf.maximum(grads_norm, self._clip)
       grads = [g * scale for g in grads]
-    stats = {'gradients_l2': grads_norm,
-             'weights_l2': _global_norm(weights)}
+    stats = {'gradients_l2': grads_norm, 'weights_l2': weights_norm}
     lr = opt_params['learning_rate']
     updates = []
     if self.kind == 'sgd':
@@ -98,14 +99,6 @@ class FusedUpdate:
             beta2_power=zero, lr=lr_t, beta1=b1, beta2=b2, epsilon=eps,
             grad=g))
     return stats, updates
-
-
-def _global_norm(arrays):
-  if not arrays:
-    return tf.zeros((), tf.float32)
-  # L2Loss (sum(x^2) / 2) reads each array once, with no squared copy.
-  return tf.sqrt(2.0 * tf.add_n([tf.nn.l2_loss(tf.cast(x, tf.float32))
-                                 for x in arrays]))
 
 
 def plan(optimizer, weight_vars, slot_vars, default_params):

@@ -12,7 +12,6 @@ import tensorflow as tf
 
 from distribute import collectives
 from tfnp_trax import fastmath
-from tfnp_trax import optimizers
 from tfnp_trax.supervised import _fused_updates
 from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import _variables
@@ -83,23 +82,6 @@ def _flat_caller(concrete):
   if call_flat is None:
     return None
   return lambda flat: call_flat(flat, concrete.captured_inputs)
-
-
-def _ordered_after(tree, norm):
-  """`tree`, made to depend on the scalar `norm` at no numeric cost.
-
-  Each floating leaf is multiplied by a factor that is exactly 1 (a norm is
-  never negative, and NaN < 0 is false) but that XLA cannot fold, so XLA
-  computes `norm` before anything reads the result; the multiply fuses into
-  the reader's own kernel. See `Trainer._order_writes`.
-  """
-  one = tf.where(norm < 0, 0.0, 1.0)
-
-  def tie(x):
-    if not tf.as_dtype(x.dtype).is_floating:
-      return x
-    return x * tf.cast(one, x.dtype)
-  return fastmath.nested_map(tie, tree)
 
 
 def _after(updates, loss, stats):
@@ -177,14 +159,12 @@ class Trainer:
                  self._strategy is tf.distribute.get_strategy())
     # XLA updates a variable in place when nothing reads its old value after
     # the write; where no data path orders a read before the write, it
-    # copies the variable first. In the whole-step program the update reads
-    # the weights only after every gradient exists (so after the backward
-    # pass's reads), and writes them only after `weights_l2` has read them:
-    # XLA need not copy them (the MLP's program went from six weight copies
-    # to one, of its last 10-element bias), and the norm's read runs beside
-    # the update instead of competing with the forward matmuls (about 10% of
-    # the MLP step with XLA; see bench/README.md).
-    self._order_writes = whole
+    # copies the variable first. Under XLA, `Optimizer.tree_update` reads
+    # the weights for the update only after the gradient and weight norms
+    # (`fastmath.ordered_after`), so after every gradient exists and after
+    # `weights_l2` has read them: XLA need not copy them, and the norm's
+    # read runs beside the update instead of competing with the forward
+    # matmuls (see bench/README.md).
     self._step_fn = tf.function(self._distributed_step, autograph=False,
                                 jit_compile=True if outer_xla else None)
     # A whole-step XLA program fuses the pure update itself, and ran faster
@@ -272,13 +252,8 @@ class Trainer:
     # inside the replica, never gathered on the host.
     # One batched collective for both.
     grads, loss = collectives.pmean((grads, loss))
-    if self._order_writes:
-      # The optimizer computes this norm too; XLA merges the two.
-      weights = _ordered_after(weights, optimizers.l2_norm(grads))
     new_weights, new_slots, stats = self._update_fn(step, grads, weights,
                                                     slots, opt_params)
-    if self._order_writes and 'weights_l2' in stats:
-      new_weights = _ordered_after(new_weights, stats['weights_l2'])
     return loss, stats, new_weights, new_slots, mean_state(new_state)
 
   def _compute_in_place(self, batch, rng, step, opt_params):
