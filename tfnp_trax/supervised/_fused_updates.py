@@ -65,8 +65,16 @@ class FusedUpdate:
       the list of update ops (for control dependencies).
     """
     grads = [tf.convert_to_tensor(g) for g in grads]
-    grads_norm, weights_norm = [
-        tf.sqrt(x) for x in fastmath.sums_of_squares([grads, weights])]
+    squares = fastmath.sums_of_squares([grads, weights])
+    grads_norm, weights_norm = [tf.sqrt(x) for x in squares]
+    # The in-place updates start once both norms exist, so after the whole
+    # backward pass and after the norm has read the old weights: no update
+    # then competes with the backward matmuls for the cores, and none has
+    # to copy a weight that a pending op still reads (TensorFlow copies a
+    # variable before an in-place write while an earlier read of it is
+    # alive). MLP step +5-10%, the LM's unchanged (bench/README.md).
+    with tf.control_dependencies(squares):
+      grads = [tf.identity(g) for g in grads]
     if self._clip is not None:
       scale = self._clip / tf.maximum(grads_norm, self._clip)
       grads = [g * scale for g in grads]
