@@ -209,10 +209,11 @@ class Optimizer:
                   for g, w in zip(grads_flat, weights_flat)]
     # Under XLA (elsewhere `ordered_after` returns its input): the weights
     # are read for their norm only after every gradient exists, so after
-    # the backward pass's reads of them (read beside the forward matmuls,
-    # the 784x512 weight's norm took 15x as long as its gradient's), and for
-    # the update only after the norm has read them. XLA can then write the
-    # new weights over the old in place instead of copying them first.
+    # the backward pass's reads of them (scheduled beside the forward
+    # matmuls, the MLP's weight norm took 166 us on one thread, against 65
+    # us over both once ordered), and for the update only after the norm
+    # has read them. XLA can then write the new weights over the old in
+    # place instead of copying them first.
     (grads_squares,) = fastmath.sums_of_squares([grads_flat])
     weights_flat = fastmath.ordered_after(weights_flat, grads_squares)
     (weights_squares,) = fastmath.sums_of_squares([weights_flat])
