@@ -296,3 +296,46 @@ def test_step_outside_int32_is_refused():
   with pytest.raises(ValueError, match=r'Trainer.one_step: step must be an '
                      r'integer, got 1.5'):
     trainer.one_step(batch, fastmath.random.get_prng(0), 1.5)
+
+
+def _ancestors_with_control(op):
+  """Every op that `op` depends on, through data or control edges."""
+  seen, stack = set(), [op]
+  while stack:
+    current = stack.pop()
+    for parent in [t.op for t in current.inputs] + list(
+        current.control_inputs):
+      if parent not in seen:
+        seen.add(parent)
+        stack.append(parent)
+  return seen
+
+
+def test_fused_updates_run_after_both_norms():
+  """Without XLA, every in-place Adam update depends on the L2Loss of every
+  gradient and every weight (so it runs after the backward pass and after
+  `weights_l2` has read the old weights), and the step still matches the
+  pure `tree_update` step."""
+  batch = _batch()
+  fused = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01))
+  pure = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01),
+                             fused_update=False)
+  rng = fastmath.random.get_prng(0)
+  fused.one_step(batch, rng, 0)
+  graph = fused._fast_fn.graph  # pylint: disable=protected-access
+  ops = graph.get_operations()
+  updates = [op for op in ops if op.type == 'ResourceApplyAdam']
+  norms = {op for op in ops if op.type == 'L2Loss'}
+  assert len(updates) == 4 and len(norms) == 8
+  for op in updates:
+    assert norms <= _ancestors_with_control(op), op.name
+  pure.one_step(batch, rng, 0)
+  for step in range(1, 3):
+    rng = fastmath.random.get_prng(step)
+    _, want = pure.one_step(batch, rng, step)
+    _, got = fused.one_step(batch, rng, step)
+    for k in ('gradients_l2', 'weights_l2'):
+      np.testing.assert_allclose(float(got[k]), float(want[k]), rtol=1e-5)
+  for a, b in zip(fastmath.tree_flatten(fused.model_weights),
+                  fastmath.tree_flatten(pure.model_weights)):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
