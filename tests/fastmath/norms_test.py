@@ -105,3 +105,16 @@ def test_ordered_after_makes_the_arrays_depend_on_the_value():
     assert ('compare' in hlo) == tie
     out, _ = program(tie)(w, g)
     np.testing.assert_array_equal(out.numpy(), w.numpy() * 2)
+
+
+def test_sums_of_squares_under_xla_with_a_dimension_known_at_run_time():
+  """A traced input with an unknown leading dimension (compiled per shape
+  by XLA) still sums correctly, in both the row and the remainder path."""
+  f = tf.function(lambda a, b: fastmath.sums_of_squares([[a, b]])[0],
+                  jit_compile=True, autograph=False,
+                  input_signature=[tf.TensorSpec([None, 128], tf.float32),
+                                   tf.TensorSpec([None], tf.float32)])
+  for n in (3, 5):
+    a = _RNG.normal(size=(n, 128)).astype(np.float32)
+    b = _RNG.normal(size=(n,)).astype(np.float32)
+    np.testing.assert_allclose(float(f(a, b)), _want([a, b]), rtol=1e-5)

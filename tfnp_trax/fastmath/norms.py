@@ -62,7 +62,9 @@ def _dots(groups, dtype):
       sums.append(tf.zeros((), dtype))
       continue
     flat = tf.concat(parts, 0) if len(parts) > 1 else parts[0]
-    sums.append(tf.tensordot(flat, tf.ones(flat.shape, dtype), 1))
+    ones = (tf.ones(flat.shape, dtype) if flat.shape.is_fully_defined()
+            else tf.ones_like(flat))  # A dimension known only at run time.
+    sums.append(tf.tensordot(flat, ones, 1))
   return sums
 
 
