@@ -224,10 +224,9 @@ class Optimizer:
       grads_flat = clip_grads(grads_flat, self._clip_grad_norm, grads_norm)
 
     new_weights_flat, new_slots = [], []
-    for g, w, w_ordered, s in zip(grads_flat, weights_flat, ordered, slots):
+    for g, w, s in zip(grads_flat, ordered, slots):
       w = jnp.asarray(w)
-      new_w, new_s = self.update(step, g, _trees.to_compute(w_ordered), s,
-                                 opt_params)
+      new_w, new_s = self.update(step, g, _trees.to_compute(w), s, opt_params)
       new_weights_flat.append(new_w.astype(w.dtype))
       new_slots.append(new_s)
     new_weights, _ = fastmath.tree_unflatten(new_weights_flat, weight_tree)
