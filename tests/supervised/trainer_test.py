@@ -339,3 +339,65 @@ def test_fused_updates_run_after_both_norms():
   for a, b in zip(fastmath.tree_flatten(fused.model_weights),
                   fastmath.tree_flatten(pure.model_weights)):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_per_step_inputs_are_placed_on_the_weights_device():
+  batch = _batch()
+  trainer = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.SGD(0.1))
+  device = trainer.variables()['weights'][0].device
+  placed = trainer.distribute_batch(batch)
+  for leaf, array in zip(placed, batch):
+    assert leaf.device == device
+    np.testing.assert_array_equal(leaf.numpy(), array)
+  hparams = trainer._pack_hparams(3, {'learning_rate': np.float32(0.25)})  # pylint: disable=protected-access
+  assert hparams.device == device
+  np.testing.assert_array_equal(hparams.numpy(), [3.0, 0.25])
+
+
+def test_default_hyperparameters_equal_the_same_values_passed_explicitly():
+  batch = _batch()
+  runs = []
+  for explicit in (False, True):
+    trainer = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01))
+    for step in range(3):
+      trainer.one_step(batch, fastmath.random.get_prng(step), step,
+                       learning_rate=0.01 if explicit else None)
+    runs.append(fastmath.tree_flatten(trainer.model_weights))
+  for a, b in zip(*runs):
+    np.testing.assert_array_equal(a, b)
+
+
+def _spy_on_keys(trainer):
+  """Records the key tensor each fast flat call of `trainer` receives."""
+  keys, inner = [], trainer._fast_flat  # pylint: disable=protected-access
+  def spy(flat):
+    keys.append(flat[-2])
+    return inner(flat)
+  trainer._fast_flat = spy  # pylint: disable=protected-access
+  return keys
+
+
+def test_a_model_without_randomness_gets_one_key_and_one_with_it_each():
+  batch = _batch()
+  plain = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.SGD(0.1))
+  assert not plain._model.uses_rng  # pylint: disable=protected-access
+  plain.one_step(batch, fastmath.random.get_prng(0), 0)
+  keys = _spy_on_keys(plain)
+  for step in (1, 2):
+    plain.one_step(batch, fastmath.random.get_prng(step), step)
+  # The step never reads the key, so the same placed tensor is passed.
+  assert len(keys) == 2 and keys[0] is keys[1]
+
+  def dropout_model():
+    model = tl.Serial(tl.Dense(8), tl.Dropout(0.5, mode='train'), tl.Dense(3),
+                      tl.LogSoftmax(), tl.Fn('Xent', _xent))
+    model.init(shapes.signature(batch), rng=fastmath.random.get_prng(0))
+    return model
+  losses = []
+  for seed in (5, 5, 6):
+    trainer = trainer_lib.Trainer(dropout_model(), optimizers.SGD(0.1))
+    assert trainer._model.uses_rng  # pylint: disable=protected-access
+    losses.append(float(trainer.one_step(
+        batch, fastmath.random.get_prng(seed), 0)[0]))
+  # A model that draws random numbers still gets the caller's key.
+  assert losses[0] == losses[1] != losses[2]

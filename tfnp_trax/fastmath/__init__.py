@@ -25,6 +25,7 @@ from tfnp_trax.fastmath.control_flow import fori_loop
 from tfnp_trax.fastmath.control_flow import scan
 from tfnp_trax.fastmath.control_flow import vmap
 from tfnp_trax.fastmath.devices import device_count
+from tfnp_trax.fastmath.devices import device_put
 from tfnp_trax.fastmath.devices import local_device_count
 from tfnp_trax.fastmath.dtypes import canonicalize_array
 from tfnp_trax.fastmath.dtypes import canonicalize_dtype
@@ -88,7 +89,7 @@ __all__ = [
     'numpy', 'checks', 'linalg', 'random', 'abstract_eval', 'Backend',
     'backend_name', 'set_backend', 'use_backend', 'after', 'cond',
     'fori_loop', 'scan', 'vmap',
-    'device_count', 'local_device_count', 'avg_pool', 'conv', 'linear',
+    'device_count', 'device_put', 'local_device_count', 'avg_pool', 'conv', 'linear',
     'layer_norm', 'matmul_transposed', 'relu', 'softmax',
     'sparse_softmax_cross_entropy',
     'max_pool',

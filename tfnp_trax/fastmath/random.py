@@ -9,6 +9,8 @@ because TFP and XLA's categorical sampling reject int64 seeds.
 import numpy as onp
 import tensorflow as tf
 
+from tfnp_trax.fastmath import devices
+
 __all__ = ['get_prng', 'split', 'fold_in', 'uniform', 'normal', 'bernoulli',
            'randint', 'categorical', 'truncated_normal', 'check_key',
            'permutation']
@@ -56,9 +58,13 @@ def get_prng(seed):
     # A key from a Python int is a constant: make it eagerly even inside a
     # trace, so objects that keep it (a layer's default rng) never hold a
     # tensor of a finished graph.
+    # Placed on the host CPU when made: random ops read seeds from host
+    # memory, and a step that takes a new key each call runs cheaper with a
+    # placed one (see `fastmath.device_put`).
     with tf.init_scope():
-      return tf.constant([(seed >> 32) & 0x7FFFFFFF, seed & 0x7FFFFFFF],
-                         dtype=tf.int32)
+      return devices.device_put(
+          onp.array([(seed >> 32) & 0x7FFFFFFF, seed & 0x7FFFFFFF],
+                    onp.int32), '/device:CPU:0')
   seed = tf.cast(seed, tf.int32)
   return tf.stack([tf.zeros_like(seed), seed])
 
