@@ -322,3 +322,58 @@ def test_layer_norm_values_and_gradients_match_numpy(center):
       numeric[i] = (loss(value + e, which) - loss(value - e, which)) / 2e-6
     np.testing.assert_allclose(grads[which].numpy(), numeric, rtol=1e-6,
                                atol=1e-8)
+
+
+def _layer_norm_grads_np(x, scale, ct, center):
+  """Analytic float64 gradients of sum(layer_norm(x) * ct)."""
+  d = x.shape[-1]
+  xc = x - x.mean(-1, keepdims=True) if center else x
+  inv = 1 / np.sqrt((xc * xc).mean(-1, keepdims=True) + 1e-3)
+  xhat = xc * inv
+  gx = ct * scale
+  proj = xhat * (gx * xhat).sum(-1, keepdims=True) / d
+  if center:
+    proj += gx.sum(-1, keepdims=True) / d
+  lead = tuple(range(x.ndim - 1))
+  return inv * (gx - proj), (ct * xhat).sum(lead), ct.sum(lead)
+
+
+@pytest.mark.parametrize('center', [True, False])
+@pytest.mark.parametrize('d', [32, 256])
+def test_layer_norm_under_xla_matches_numpy_with_row_means_as_products(
+    center, d):
+  """Under XLA a last axis of 64 or more takes its means as products with a
+  constant column (MatMul ops in the traced graph); values and gradients
+  match float64 NumPy either way."""
+  r = np.random.default_rng(5)
+  x = (r.normal(size=(4, 6, d)) * 3 + 1).astype(np.float32)
+  scale = r.normal(size=d).astype(np.float32)
+  bias = r.normal(size=d).astype(np.float32)
+  ct = r.normal(size=(4, 6, d)).astype(np.float32)
+
+  @tf.function(jit_compile=True)
+  def fwd_bwd(x, scale, bias):
+    with tf.GradientTape() as tape:
+      tape.watch([x, scale, bias])
+      y = fastmath.layer_norm(x, scale, bias, 1e-3, center)
+    return (y,) + tuple(tape.gradient(y, [x, scale, bias],
+                                      output_gradients=tf.constant(ct)))
+  args = [tf.constant(a) for a in (x, scale, bias)]
+  y, gx, gs, gb = fwd_bwd(*args)
+  x64, s64, c64 = (np.float64(a) for a in (x, scale, ct))
+  np.testing.assert_allclose(
+      y.numpy(), _layer_norm_np(x64, s64, np.float64(bias), 1e-3, center),
+      rtol=2e-5, atol=2e-5)
+  want_gx, want_gs, want_gb = _layer_norm_grads_np(x64, s64, c64, center)
+  np.testing.assert_allclose(gx.numpy(), want_gx, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(gs.numpy(), want_gs, rtol=1e-4, atol=1e-4)
+  if center:
+    np.testing.assert_allclose(gb.numpy(), want_gb, rtol=1e-4, atol=1e-4)
+  ops = {op.type for op in fwd_bwd.get_concrete_function(
+      *args).graph.get_operations()}
+  assert ('MatMul' in ops) == (d >= 64)
+  # Without XLA the same call keeps reduce_mean.
+  plain = tf.function(fwd_bwd.python_function)
+  ops = {op.type for op in plain.get_concrete_function(
+      *args).graph.get_operations()}
+  assert 'MatMul' not in ops and 'Mean' in ops
