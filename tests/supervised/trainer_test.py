@@ -311,11 +311,12 @@ def _ancestors_with_control(op):
   return seen
 
 
-def test_fused_updates_run_after_both_norms():
-  """Without XLA, every in-place Adam update depends on the L2Loss of every
-  gradient and every weight (so it runs after the backward pass and after
-  `weights_l2` has read the old weights), and the step still matches the
-  pure `tree_update` step."""
+def test_fused_updates_wait_for_all_gradients_and_their_own_weight_norm():
+  """Without XLA, every in-place Adam update depends on every gradient (so
+  it runs after the whole backward pass) and on the L2Loss that reads its
+  own weight (so TensorFlow need not copy the weight before writing it),
+  but on no gradient's L2Loss and no other weight's: the norms run beside
+  the updates. The step still matches the pure `tree_update` step."""
   batch = _batch()
   fused = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01))
   pure = trainer_lib.Trainer(_mlp_with_loss(batch), optimizers.Adam(0.01),
@@ -327,8 +328,23 @@ def test_fused_updates_run_after_both_norms():
   updates = [op for op in ops if op.type == 'ResourceApplyAdam']
   norms = {op for op in ops if op.type == 'L2Loss'}
   assert len(updates) == 4 and len(norms) == 8
+  # The update's gradient input is an identity of the gradient itself.
+  grads = {op.inputs[-1].op.inputs[0].op for op in updates}
+  grad_norms = {n for n in norms if n.inputs[0].op in grads}
+  weight_norms = norms - grad_norms
+  assert len(grad_norms) == 4 and len(weight_norms) == 4
   for op in updates:
-    assert norms <= _ancestors_with_control(op), op.name
+    ancestors = _ancestors_with_control(op)
+    assert grads <= ancestors, op.name
+    assert not grad_norms & ancestors, op.name
+    own = weight_norms & ancestors
+    assert len(own) == 1, op.name
+    (norm,) = own
+    read = norm.inputs[0].op
+    while read.type == 'Identity':
+      read = read.inputs[0].op
+    assert read.type == 'ReadVariableOp'
+    assert read.inputs[0] is op.inputs[0]  # The same variable's handle.
   pure.one_step(batch, rng, 0)
   for step in range(1, 3):
     rng = fastmath.random.get_prng(step)
