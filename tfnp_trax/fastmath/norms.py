@@ -69,10 +69,12 @@ def _dots(groups, dtype):
 
 
 def _per_array(groups, dtype):
+  # L2Loss is half the sum of squares; one doubling per group, not per array.
   sums = []
   for group in groups:
-    parts = [2.0 * tf.nn.l2_loss(tf.cast(x, dtype)) for x in group]
-    sums.append(tf.add_n(parts) if parts else tf.zeros((), dtype))
+    parts = [tf.nn.l2_loss(tf.cast(x, dtype)) for x in group]
+    sums.append(2.0 * (tf.add_n(parts) if len(parts) > 1 else parts[0])
+                if parts else tf.zeros((), dtype))
   return sums
 
 
