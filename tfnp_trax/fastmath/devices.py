@@ -47,11 +47,12 @@ def device_put(x, device=None):
 
   A tensor made with `tf.constant` belongs to no device; every call of a
   compiled function that takes a new one first gives it a placement on the
-  function's device, which costs a CPU training step about 10 us per small
-  input and 0.1 ms per 400 KB one (see bench/README.md). A tensor made here
-  is placed when it is made, so a step that takes fresh inputs every call
-  (batches, keys, hyperparameters) calls as cheaply as one that takes the
-  same tensors again. Values are copied, never shared with a NumPy array.
+  function's device, which cost a CPU training step tens of microseconds
+  per small input and 0.1 ms per 400 KB one (see bench/README.md). A
+  tensor made here is placed when it is made, so a step that takes fresh
+  inputs every call (batches, keys, hyperparameters) calls about as
+  cheaply as one that takes the same tensors again. Values are copied,
+  never shared with a NumPy array.
 
   Args:
     x: a tree of arrays, Python numbers or tensors. Tensors pass through
