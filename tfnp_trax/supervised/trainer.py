@@ -41,9 +41,9 @@ def split_batch(batch, strategy, owner, device=None):
     batch: a tree of arrays, the global batch on this worker.
     strategy: the tf.distribute strategy.
     owner: the trainer's name, for error messages.
-    device: with one replica, the device to place host arrays on (default:
-      `fastmath.device_put`'s); with several, each slice goes to its
-      replica's device.
+    device: with one replica, a device to place host arrays on as they
+      are converted (`fastmath.device_put`), or None to convert them
+      unplaced; with several, each slice goes to its replica's device.
 
   Returns:
     The batch as tensors with one replica, else distributed values.
@@ -60,6 +60,8 @@ def split_batch(batch, strategy, owner, device=None):
                      f'shapes {shapes}); every batch needs at least one '
                      f'example.')
   if n == 1:
+    if device is None:
+      return fastmath.nested_map(tf.convert_to_tensor, batch)
     return fastmath.device_put(batch, device)
   for x in leaves:
     if x.shape[0] % n:
@@ -151,14 +153,18 @@ class Trainer:
     self._weights = _variables.VariableTree(weights, self._strategy, 'w')
     self._slots = _variables.VariableTree(slots, self._strategy, 'slot')
     self._state = _variables.VariableTree(state, self._strategy, 'state')
-    # With one replica, per-step inputs made from host arrays (batches, the
-    # packed hyperparameters) are placed on the weights' device when they
-    # are made, which makes each call of the compiled step cheaper
-    # (`fastmath.device_put`). Several replicas take copies anyway.
+    # With one replica on a CPU, per-step inputs made from host arrays
+    # (batches, the packed hyperparameters) are placed on the weights'
+    # device when they are made, which makes each call of the compiled
+    # step cheaper (`fastmath.device_put`). Accelerators and several
+    # replicas take copies anyway, so there they stay unplaced (a float64
+    # tensor cannot even be placed on a TPU).
+    self._input_device = None
     first = (self._weights.variables + self._slots.variables)[:1]
-    self._input_device = (first[0].device or None
-                          if first and self._strategy.num_replicas_in_sync == 1
-                          else None)
+    if first and self._strategy.num_replicas_in_sync == 1:
+      device = first[0].device or ''
+      if tf.DeviceSpec.from_string(device).device_type == 'CPU':
+        self._input_device = device
     # jit_compile=True compiles the whole step with XLA on one replica (XLA
     # cannot compile the collectives of a multi-replica step on CPU, so
     # there it compiles the optimizer update). 'update' compiles just the
@@ -392,9 +398,10 @@ class Trainer:
     else:
       values = onp.array([onp.float32(params[k])
                           for k in self._default_opt_params], onp.float64)
-    return fastmath.device_put(
-        onp.concatenate([onp.array([step], onp.float64), values]),
-        self._input_device)
+    packed = onp.concatenate([onp.array([step], onp.float64), values])
+    if self._input_device is None:
+      return tf.constant(packed)
+    return fastmath.device_put(packed, self._input_device)
 
   def _call_step(self, batch, rng, hparams):
     """Runs the compiled step, reusing its traced graph when it can."""
