@@ -72,8 +72,13 @@ def test_device_put_maps_trees_and_passes_tensors_through():
   assert out['b'][0].dtype == tf.int32
 
 
-def test_device_put_copies_instead_of_sharing_numpy_memory():
-  x = np.arange(4096, dtype=np.float32)
+@pytest.mark.parametrize('offset', range(0, 64, 4))
+def test_device_put_copies_instead_of_sharing_numpy_memory(offset):
+  # Views at every 4-byte offset of one buffer: TensorFlow may wrap an
+  # array whose memory is suitably aligned, whatever the offset is.
+  buffer = np.zeros(4096 + 16, np.float32)
+  x = buffer.view(np.uint8)[offset:offset + 4096 * 4].view(np.float32)
+  x[:] = np.arange(4096)
   placed = fastmath.device_put(x)
   x[0] = 99.0
   assert placed.numpy()[0] == 0.0

@@ -1,5 +1,6 @@
 """Device counts as Trax reports them, and placing host arrays on a device."""
 
+import numpy as onp
 import tensorflow as tf
 from tensorflow.python.eager import context as _context
 from tensorflow.python.framework import ops as _ops
@@ -39,6 +40,10 @@ def _default_device():
 def _put_leaf(x, device):
   if isinstance(x, tf.Tensor):
     return x  # Already made: TensorFlow copies it where it is used.
+  if isinstance(x, onp.ndarray):
+    # TensorFlow may wrap a suitably aligned array's own memory; the copy
+    # keeps later writes to the array out of the tensor.
+    x = x.copy()
   return _ops.EagerTensor(x, device, None)
 
 
