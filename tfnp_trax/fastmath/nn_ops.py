@@ -290,9 +290,10 @@ def _last_axis_mean_fn(x):
   product on a [16, 128, 256] input (see bench/README.md). Elsewhere it is
   `reduce_mean`.
   """
-  d = x.shape[-1]
-  if d is None or d < 64 or x.shape.rank < 2 or not x.dtype.is_floating or (
-      not transforms.in_xla()):
+  rank = x.shape.rank
+  d = x.shape[-1] if rank else None
+  if (rank is None or rank < 2 or d is None or d < 64 or
+      not x.dtype.is_floating or not transforms.in_xla()):
     return lambda v: tf.reduce_mean(v, axis=-1, keepdims=True)
   column = tf.fill([d, 1], tf.cast(1.0 / d, x.dtype))
 

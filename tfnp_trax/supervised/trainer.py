@@ -60,9 +60,7 @@ def split_batch(batch, strategy, owner, device=None):
                      f'shapes {shapes}); every batch needs at least one '
                      f'example.')
   if n == 1:
-    if device is None:
-      return fastmath.nested_map(tf.convert_to_tensor, batch)
-    return fastmath.device_put(batch, device)
+    return _to_tensors(batch, device)
   for x in leaves:
     if x.shape[0] % n:
       raise ValueError(f'{owner}: batch size {x.shape[0]} does not divide '
@@ -74,6 +72,18 @@ def split_batch(batch, strategy, owner, device=None):
         lambda x: tf.convert_to_tensor(
             x[i * (x.shape[0] // n):(i + 1) * (x.shape[0] // n)]), batch)
   return strategy.experimental_distribute_values_from_function(value_fn)
+
+
+def _to_tensors(tree, device):
+  """`tree`'s host arrays as tensors: placed on `device`, or unplaced if None.
+
+  The Trainer passes a device only for one replica on a CPU (see
+  `Trainer.__init__`); elsewhere inputs convert as `tf.convert_to_tensor`
+  does.
+  """
+  if device is None:
+    return fastmath.nested_map(tf.convert_to_tensor, tree)
+  return fastmath.device_put(tree, device)
 
 
 def _flat_caller(concrete):
@@ -148,8 +158,6 @@ class Trainer:
     slots, opt_params = optimizer.tree_init(weights)
     self._default_opt_params = {k: onp.float32(v)
                                 for k, v in opt_params.items()}
-    self._default_values = onp.array(list(self._default_opt_params.values()),
-                                     onp.float64)
     self._weights = _variables.VariableTree(weights, self._strategy, 'w')
     self._slots = _variables.VariableTree(slots, self._strategy, 'slot')
     self._state = _variables.VariableTree(state, self._strategy, 'state')
@@ -381,8 +389,8 @@ class Trainer:
 
     One new input tensor per call instead of two, placed on the weights'
     device as it is made: each fresh input, and more so an unplaced one,
-    makes a call of the compiled step measurably dearer. float64 holds the step
-    exactly (below 2**53; the step casts it to int32) and each float32
+    makes a call of the compiled step measurably dearer. float64 holds the
+    step exactly (below 2**53; the step casts it to int32) and each float32
     hyperparameter exactly.
     """
     as_int = int(step)
@@ -393,15 +401,10 @@ class Trainer:
     if not -2**31 <= step < 2**31:
       raise ValueError(f'Trainer.one_step: step {step} does not fit the '
                        f'int32 step counter.')
-    if params is self._default_opt_params:
-      values = self._default_values
-    else:
-      values = onp.array([onp.float32(params[k])
-                          for k in self._default_opt_params], onp.float64)
-    packed = onp.concatenate([onp.array([step], onp.float64), values])
-    if self._input_device is None:
-      return tf.constant(packed)
-    return fastmath.device_put(packed, self._input_device)
+    packed = onp.array([step] + [onp.float32(params[k])
+                                 for k in self._default_opt_params],
+                       onp.float64)
+    return _to_tensors(packed, self._input_device)
 
   def _call_step(self, batch, rng, hparams):
     """Runs the compiled step, reusing its traced graph when it can."""
