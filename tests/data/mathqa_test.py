@@ -39,6 +39,10 @@ def test_single_op_value_and_code_match_trax(op):
   if op in TRAX_BROKEN:
     assert want['result'] == {'error': 'AttributeError'}
     assert got == TRAX_BROKEN[op]
+  elif want['result']['value'] is None:
+    # Trax returns None for names that are not operations; pytest >= 9.2
+    # refuses approx(None), so None is compared as itself.
+    assert got is None
   else:
     assert got == pytest.approx(want['result']['value'], rel=1e-12)
   code = tf_inputs.single_op_to_python_command(op, ['n0', 't1', '2.5'])
