@@ -147,11 +147,23 @@ class BertEncoder:
     """Reads `vocab_file` (one token per line) into an ordered dict."""
     vocab = collections.OrderedDict()
     with open(vocab_file, 'rb') as f:
-      lines = f.read().decode('utf-8').split('\n')
+      raw = f.read()
+    try:
+      lines = raw.decode('utf-8').split('\n')
+    except UnicodeDecodeError as e:
+      raise ValueError(
+          f'BertEncoder: vocabulary file {vocab_file} is not UTF-8 text (byte '
+          f'{e.start} is {raw[e.start:e.start + 1]!r}); expected a BERT '
+          f'vocab.txt, one WordPiece token per line. Check vocab_type and '
+          f'vocab_file.') from None
     if lines and not lines[-1]:
       lines.pop()
     for index, line in enumerate(lines):
       vocab[line.strip()] = index
+    if not vocab:
+      raise ValueError(
+          f'BertEncoder: vocabulary file {vocab_file} is empty; expected a '
+          f'BERT vocab.txt, one WordPiece token per line ([PAD], [UNK], ...).')
     return vocab
 
   def tokenize(self, text):
@@ -160,7 +172,16 @@ class BertEncoder:
             for piece in self._wordpiece_tokenizer.tokenize(token)]
 
   def encode(self, text):
-    return [self._vocab[t] for t in self.tokenize(text)]
+    tokens = self.tokenize(text)
+    try:
+      return [self._vocab[t] for t in tokens]
+    except KeyError as e:
+      # Only the unknown-word token can be missing: every other piece was
+      # found in the vocabulary.
+      raise ValueError(
+          f'BertEncoder: a word of {text!r} is not in the vocabulary and the '
+          f'vocabulary has no {e.args[0]!r} token to stand for it; use a '
+          f'BERT vocab.txt that lists {e.args[0]}.') from None
 
   def decode(self, ids):
     """Joins the tokens of `ids`, gluing `##` pieces to the previous one.
@@ -168,6 +189,14 @@ class BertEncoder:
     WordPiece is not invertible: punctuation comes back space-separated and
     case or accents lost to lower-casing stay lost.
     """
+    ids = [int(i) for i in ids]
+    for i in ids:
+      if i not in self._inv_vocab:
+        raise ValueError(
+            f'BertEncoder.decode: id {i} is not in the vocabulary of '
+            f'{self.vocab_size} tokens (ids 0..{self.vocab_size - 1}); were '
+            f'the ids made with another vocabulary, or still offset by '
+            f'n_reserved_ids?')
     tokens = [self._inv_vocab[i] for i in ids]
     if not tokens:
       return ''

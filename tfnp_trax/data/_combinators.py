@@ -210,6 +210,21 @@ def Parallel(fns=None, counters=None, reweight_by_minimum=False,  # pylint: disa
   return Step('Parallel', run, run)
 
 
+def _check_queue_size(queue_size):
+  """Raises unless `queue_size` is an int >= 1 (NumPy ints count).
+
+  Trax fills its queue with `range(queue_size)`, so a float fails there; a
+  float queue here would never be full, and the whole stream would be read
+  before the first example came out (forever, on an endless stream).
+  """
+  if not isinstance(queue_size, (int, np.integer)):
+    raise TypeError(f'Shuffle: queue_size must be an int number of examples '
+                    f'(>= 1), got {queue_size!r} '
+                    f'({type(queue_size).__name__}); e.g. Shuffle(1024).')
+  if queue_size < 1:
+    raise ValueError(f'Shuffle: queue_size ({queue_size}) is less than 1.')
+
+
 def shuffle(samples, queue_size):
   """Shuffles a stream through a queue: a random slot out, the next one in.
 
@@ -223,8 +238,7 @@ def shuffle(samples, queue_size):
     The same examples in shuffled order; when the input ends, the queue is
     shuffled and drained.
   """
-  if queue_size < 1:
-    raise ValueError(f'Shuffle: queue_size ({queue_size}) is less than 1.')
+  _check_queue_size(queue_size)
   if queue_size == 1:
     logging.warning('Shuffle: a queue of size 1 does not shuffle.')
   samples = iter(samples)
@@ -254,8 +268,7 @@ def Shuffle(queue_size=1024):  # pylint: disable=invalid-name
   applied to a Dataset, so `np.random.seed` fixes every path (each in its
   own order).
   """
-  if queue_size < 1:
-    raise ValueError(f'Shuffle: queue_size ({queue_size}) is less than 1.')
+  _check_queue_size(queue_size)
 
   # Drawn when applied, not when the step is made, so that the Python
   # path's draws stay exactly Trax's.

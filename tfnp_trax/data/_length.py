@@ -27,8 +27,19 @@ def _check_key(where, key, arity, what='length_keys'):
                      f'have {arity} value(s).')
 
 
+def _dict_error(where, keys, length_keys):
+  # Trax measures tuples (by position) and bare arrays only; a dict (as
+  # TFDS gives without `keys`) has no positions to measure.
+  return TypeError(
+      f'{where}: expected tuple examples (length_keys {list(length_keys)} '
+      f'are positions) or arrays, got a dict with keys {sorted(keys)}. '
+      f'Turn dicts into tuples first, e.g. data.TFDS(..., keys=(...)).')
+
+
 def length_fn(example, length_axis, length_keys, where='length'):
   """Largest size along `length_axis` over the values at `length_keys`."""
+  if isinstance(example, dict):
+    raise _dict_error(where, example.keys(), length_keys)
   if isinstance(example, (list, tuple)):
     for key in length_keys:
       _check_key(where, key, len(example))
@@ -38,6 +49,8 @@ def length_fn(example, length_axis, length_keys, where='length'):
 
 def _dataset_length_fn(ds, length_axis, length_keys, where):
   """`length_fn` on Dataset elements, checked against the element spec."""
+  if isinstance(ds.element_spec, dict):
+    raise _dict_error(where, ds.element_spec.keys(), length_keys)
   if _tf_path.is_tuple_element(ds):
     specs = ds.element_spec
     for key in length_keys:
@@ -223,6 +236,37 @@ def TruncateToLength(len_map=None):  # pylint: disable=invalid-name
   return Step('TruncateToLength', debug_pipeline(python_fn), dataset_fn)
 
 
+def _checked_len_map(len_map, pad_value, multiple):
+  """`len_map` as a dict, once its lengths and pad values are usable.
+
+  Checked when the step is built: Trax would pad nothing for a negative
+  length (a silent no-op), divide by zero for a 0 multiple, and fail with a
+  KeyError at the first example for a missing pad value.
+  """
+  if not isinstance(len_map, dict):
+    raise TypeError(f'PadToLength: len_map must be a dict from example '
+                    f'position to length, e.g. {{0: 256}}, got '
+                    f'{type(len_map).__name__} ({len_map!r}).')
+  for key, value in len_map.items():
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+      raise TypeError(f'PadToLength: len_map[{key!r}] must be an int length, '
+                      f'got {value!r} ({type(value).__name__}).')
+    if multiple and value < 1:
+      raise ValueError(f'PadToLength: with multiple=True, len_map[{key!r}] is '
+                       f'the multiple to pad to and must be >= 1, got '
+                       f'{value}.')
+    if value < 0:
+      raise ValueError(f'PadToLength: len_map[{key!r}] is the length to pad '
+                       f'to and must be >= 0, got {value}. Padding never '
+                       f'shortens a value; use TruncateToLength for that.')
+    if isinstance(pad_value, dict) and key not in pad_value:
+      raise ValueError(f'PadToLength: pad_value is a dict without key '
+                       f'{key!r} of len_map (it has {list(pad_value)}); give '
+                       f'a pad value for every padded position, or one '
+                       f'value for all.')
+  return dict(len_map)
+
+
 def PadToLength(len_map=None, pad_value=0, multiple=False):  # pylint: disable=invalid-name
   """Pads values at the end, to lengths in `len_map`, as Trax does.
 
@@ -237,10 +281,17 @@ def PadToLength(len_map=None, pad_value=0, multiple=False):  # pylint: disable=i
   """
   if len_map is None:
     raise ValueError('PadToLength: len_map parameter should be provided.')
-  len_map = dict(len_map)
+  len_map = _checked_len_map(len_map, pad_value, multiple)
 
   def pad_of(key):
     return pad_value[key] if isinstance(pad_value, dict) else pad_value
+
+  def bare_items():
+    if 0 not in len_map:
+      raise ValueError(f'PadToLength: a bare array example is padded to '
+                       f'len_map[0], but len_map has only keys '
+                       f'{list(len_map)}. Give len_map={{0: length}}.')
+    return [(0, len_map[0])]
 
   def width(length, value):
     if multiple:
@@ -253,7 +304,7 @@ def PadToLength(len_map=None, pad_value=0, multiple=False):  # pylint: disable=i
       if isinstance(example, (list, tuple)):
         example, items = list(example), len_map.items()
       elif bare:
-        example, items = [example], [(0, len_map[0])]
+        example, items = [example], bare_items()
       else:
         raise ValueError(f"PadToLength: example isn't a tuple or an "
                          f'ndarray: {example!r}')
@@ -270,7 +321,7 @@ def PadToLength(len_map=None, pad_value=0, multiple=False):  # pylint: disable=i
   def dataset_fn(ds):
     tupled = _tf_path.is_tuple_element(ds)
     specs = ds.element_spec if tupled else (ds.element_spec,)
-    keys = len_map if tupled else {0: len_map[0]}
+    keys = len_map if tupled else dict(bare_items())
     for key in keys:
       _check_key('PadToLength', key, len(specs), 'len_map')
       _tf_path.check_ids_dtype('PadToLength', key, specs[key].dtype)

@@ -95,7 +95,15 @@ def _unescape(escaped):
 def _read_lines(filename):
   """Lines of a UTF-8 file split at '\\n' only, as `tf.io.gfile` splits."""
   with open(filename, 'rb') as f:
-    text = f.read().decode('utf-8')
+    raw = f.read()
+  try:
+    text = raw.decode('utf-8')
+  except UnicodeDecodeError as e:
+    raise ValueError(
+        f'SubwordTextEncoder: vocabulary file {filename} is not UTF-8 text '
+        f'(byte {e.start} is {raw[e.start:e.start + 1]!r}); expected a '
+        f'.subword file, one quoted subtoken per line (e.g. en_8k.subword). '
+        f'Check vocab_type and vocab_file.') from None
   lines = text.split('\n')
   if lines and not lines[-1]:
     lines.pop()
@@ -237,6 +245,12 @@ class SubwordTextEncoder(base.TextEncoder):
       elif s in ("'", '"'):
         s = ''
       subtokens.append(s)
+    if not any(subtokens):
+      # Nothing could be encoded; t2t fails on max() of no lengths here.
+      raise ValueError(
+          f'SubwordTextEncoder: vocabulary file {filename} holds no '
+          f'subtokens ({len(lines)} line(s), all empty); expected a .subword '
+          f'file, one quoted subtoken per line (e.g. en_8k.subword).')
     self._init_subtokens_from_list(subtokens)
     self._init_alphabet_from_tokens(subtokens)
 

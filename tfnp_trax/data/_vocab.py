@@ -32,8 +32,16 @@ class SentencePieceVocabulary:
     self._extra_ids = extra_ids
     with open(sentencepiece_model_file, 'rb') as f:
       self._model_proto = f.read()
-    self.tokenizer = sentencepiece.SentencePieceProcessor(
-        model_proto=self._model_proto)
+    try:
+      self.tokenizer = sentencepiece.SentencePieceProcessor(
+          model_proto=self._model_proto)
+    except RuntimeError as e:  # sentencepiece's error for any bad proto.
+      raise ValueError(
+          f'SentencePieceVocabulary: {sentencepiece_model_file} is not a '
+          f'SentencePiece model (it does not parse as one: '
+          f'{str(e).strip()[:120]}); expected the binary .model file that '
+          f'spm_train writes, not its .vocab or another vocabulary. Check '
+          f'vocab_type and vocab_file.') from None
 
   @property
   def sp_model(self):
@@ -124,6 +132,11 @@ def get_vocab(vocab_type='subword', vocab_file=None, vocab_dir=None,
   if path.startswith(_REMOTE_PREFIXES):
     raise _missing_file_error(caller, vocab_type, path, bool(vocab_dir))
   path = os.path.expanduser(path)
+  if os.path.isdir(path):
+    raise IsADirectoryError(
+        f"{caller}: vocabulary file {path} for vocab_type='{vocab_type}' is "
+        f'a directory; vocab_file names a file inside vocab_dir (e.g. '
+        f"vocab_file='en_8k.subword').")
   if not os.path.isfile(path):
     raise _missing_file_error(caller, vocab_type, path, bool(vocab_dir))
   return _load(vocab_type, os.path.abspath(path), extra_ids,

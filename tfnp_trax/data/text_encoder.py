@@ -67,8 +67,15 @@ class ByteTextEncoder(TextEncoder):
 
   def decode_list(self, ids):
     n = self._num_reserved_ids
-    return [RESERVED_TOKENS_BYTES[int(i)] if 0 <= i < n
-            else bytes([int(i) - n]) for i in ids]
+    ids = [int(i) for i in ids]
+    for i in ids:
+      if not 0 <= i < self.vocab_size:
+        raise ValueError(
+            f'ByteTextEncoder: id {i} is not a byte id: expected ids in '
+            f'[0, {self.vocab_size}) ({n} reserved, then 256 bytes); were the '
+            f'ids made with another vocabulary or n_reserved_ids?')
+    return [RESERVED_TOKENS_BYTES[i] if i < n else bytes([i - n])
+            for i in ids]
 
   @property
   def vocab_size(self):
