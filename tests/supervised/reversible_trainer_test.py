@@ -158,9 +158,15 @@ def test_bad_input_errors():
     rt.extract_reversible_blocks([tl.Dense(4), tl.ReversibleSwap()])
   model, loss = _model(), tl.Fn('Xent', _xent)
   blocks, loss_layer = rt.extract_reversible_blocks([model, loss])
-  with pytest.raises(ValueError, match=r'ReversibleSerialTrainer: layer 0 '
-                     r'\(Serial\) is not initialized \(its sublayer Dense_8'):
-    rt.ReversibleSerialTrainer(blocks, loss_layer, optimizers.Adam)
+  # Built from uninitialized layers, as Trax allows (its slots are empty
+  # trees that read and assign; follows trax/optimizers/trainer.py), but a
+  # step is refused with the fix.
+  early = rt.ReversibleSerialTrainer(blocks, loss_layer, optimizers.Adam)
+  early.slots = early.slots
+  with pytest.raises(ValueError, match=r'ReversibleSerialTrainer.one_step: '
+                     r'layer 0 \(Serial\) was not initialized when the '
+                     r'trainer was built \(its sublayer Dense_8'):
+    early.one_step(_batch(), fastmath.random.get_prng(0))
   rt.init_reversible_blocks(blocks, loss_layer, shapes.signature(_batch()),
                             fastmath.random.get_prng(0))
   with pytest.raises(ValueError, match=r'ReversibleSerialTrainer: '

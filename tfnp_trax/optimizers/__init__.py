@@ -31,3 +31,17 @@ __all__ = [
     'Adafactor', 'Adam', 'clip_grads', 'l2_norm', 'Optimizer', 'Momentum',
     'RMSProp', 'SGD', 'MomentumType', 'SM3',
 ]
+
+# `trainer` (and the two trainers, as Trax exports them here) import
+# tfnp_trax.supervised, which imports this package: they load on first use.
+_LAZY = {'trainer': None, 'Trainer': 'Trainer',
+         'ReversibleSerialTrainer': 'ReversibleSerialTrainer'}
+
+
+def __getattr__(name):
+  if name not in _LAZY:
+    raise AttributeError(
+        f'module {__name__!r} has no attribute {name!r}')
+  import importlib  # pylint: disable=g-import-not-at-top
+  module = importlib.import_module('tfnp_trax.optimizers.trainer')
+  return module if _LAZY[name] is None else getattr(module, _LAZY[name])

@@ -180,14 +180,15 @@ class ReversibleSerialTrainer:
     self._n_devices = n_replicas
     self._adasum = adasum
     self._n_steps_per_log = n_steps_per_log or 100
+    # As in Trax, uninitialized layers are accepted here (their weights and
+    # slots are empty trees, and `slots` reads and assigns them); a step
+    # with them is refused in `one_step`, where it could not train.
+    self._uninitialized = None
     for i, layer in enumerate(self.all_layers):
       missing = _uninitialized(layer)
       if missing is not None:
-        raise ValueError(
-            f'ReversibleSerialTrainer: layer {i} ({layer.name}) is not '
-            f'initialized (its sublayer {missing.name} has no weights yet); '
-            f'call init_reversible_blocks(blocks, loss_layer, '
-            f'input_signature, rng) first.')
+        self._uninitialized = (i, layer.name, missing.name)
+        break
 
     self._optimizers = [self._make_optimizer() for _ in self.all_layers]
     self._weights, self._slots, self._states = [], [], []
@@ -393,6 +394,13 @@ class ReversibleSerialTrainer:
       `(loss, stats)`, with stats keyed `layer{i}/{name}` (`i` indexes
       `all_layers`; the loss layer's stats include `loss`).
     """
+    if self._uninitialized is not None:
+      i, name, sub = self._uninitialized
+      raise ValueError(
+          f'ReversibleSerialTrainer.one_step: layer {i} ({name}) was not '
+          f'initialized when the trainer was built (its sublayer {sub} had '
+          f'no weights); call init_reversible_blocks(blocks, loss_layer, '
+          f'input_signature, rng) first, then create the trainer.')
     if step % self._n_steps_per_log == 1:
       logging.info('ReversibleSerialTrainer: step %d over %d layers', step,
                    len(self.all_layers))

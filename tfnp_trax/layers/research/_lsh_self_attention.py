@@ -54,19 +54,10 @@ class LSHConfig:
           f'not a multiple of chunk_len {self._chunk_len} (input shape '
           f'{tuple(shape)}). Pad the sequence to a multiple of '
           f'{self._chunk_len} or change chunk_len.')
-    if self._n_buckets is not None and not self._incremental:
-      total = fns.n_buckets_total(self._n_buckets)
-      if total > length:
-        raise ValueError(
-            f'{self._name}: n_buckets={self._n_buckets} gives {total} '
-            f'buckets, more than the {length} positions of the sequence '
-            f'(input shape {tuple(shape)}). Use at most {length} buckets, or '
-            f'n_buckets=None for Trax\'s default of 2 per chunk.')
-    limit = self._max_length_for_buckets
-    if limit and length > limit:
-      raise ValueError(
-          f'{self._name}: sequence length {length} exceeds '
-          f'max_length_for_buckets={limit} (input shape {tuple(shape)}).')
+    # No check of n_buckets against the length, nor of the length against
+    # max_length_for_buckets: Trax makes neither (more buckets than
+    # positions only leaves buckets empty; a longer sequence stores all its
+    # buckets), and its configs rely on that.
 
   def create_state_unbatched(self, input_signature, rng):
     length = input_signature[0].shape[0]

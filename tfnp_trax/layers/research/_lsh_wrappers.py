@@ -14,6 +14,7 @@ from tfnp_trax.layers import causal_attention
 from tfnp_trax.layers import combinators as cb
 from tfnp_trax.layers import core
 from tfnp_trax.layers.research import _pure_lsh
+from tfnp_trax.layers.research import rotary_positional_embedding as rotary_pe
 
 __all__ = ['MixedLSHSelfAttention', 'PureLSHSelfAttentionWrapper']
 
@@ -23,28 +24,30 @@ def _project_and_split_heads(d_model, n_heads, use_bias, num_weights,
   """Activations -> `(qk, v)`, each `[batch * n_heads, length, d_head]`.
 
   Only Trax's 'model' weight format (Dense projections of width d_model) is
-  available here; with three weights, Q and K are averaged into QK.
+  available here; with three weights, Q and K are averaged into QK. With
+  `rotary_position_emb`, rotary embeddings rotate Q and K before the
+  average (three weights) or the shared QK (two weights), as in Trax's
+  `_ProjectAndSplitHeads`.
   """
   if weights_format != 'model':
     raise NotImplementedError(
         f'{name}: weights_format={weights_format!r} is not available in '
         "tfnp_trax (it needs Trax's sparsity layers FactoredDense and "
         "LocallyConvDense); use weights_format='model'.")
-  if rotary_position_emb:
-    raise NotImplementedError(
-        f'{name}: rotary_position_emb=True is not available in tfnp_trax '
-        "(Trax's rotary_positional_embedding.Rotate is not ported).")
   if num_weights == 3:
     return cb.Serial(
         cb.Branch(core.Dense(d_model, use_bias=use_bias),
                   core.Dense(d_model, use_bias=use_bias),
                   core.Dense(d_model, use_bias=use_bias)),
+        (cb.Parallel(rotary_pe.Rotate(), rotary_pe.Rotate(), None)
+         if rotary_position_emb else []),
         base.Fn('QKAvg', lambda x, y: (x + y) / 2.0, n_out=1),
         cb.Parallel(attention.SplitIntoHeads(n_heads),
                     attention.SplitIntoHeads(n_heads)))
   if num_weights == 2:
     return cb.Branch(
         [core.Dense(d_model, use_bias=use_bias),
+         rotary_pe.Rotate() if rotary_position_emb else [],
          attention.SplitIntoHeads(n_heads)],
         [core.Dense(d_model, use_bias=use_bias),
          attention.SplitIntoHeads(n_heads)])
@@ -70,7 +73,8 @@ class PureLSHSelfAttentionWrapper(cb.Serial):
     num_weights: 3 (q, k, v, with q and k averaged) or 2 (qk, v).
     sparsity: Trax's sparse-format parameter (unused with 'model').
     weights_format: only 'model' is available here.
-    rotary_position_emb: not available here.
+    rotary_position_emb: rotate queries/keys with rotary position
+      embeddings (`Rotate`) before attention.
     **pure_lsh_implementation_kwargs: more arguments for the attention.
 
   Example:
