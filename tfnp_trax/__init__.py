@@ -1,7 +1,10 @@
 """tfnp_trax: Trax's combinator deep-learning API on TensorFlow NumPy."""
 
-# First: the command line hides TensorFlow's C++ start-up logging, which
-# only works before TensorFlow is imported (no-op in other processes).
+# First, in a command-line process only (no-op in others): a bad flag is
+# a usage error before TensorFlow's seconds-long import, and the command
+# hides TensorFlow's C++ start-up logging, which only works before it.
+from tfnp_trax.cli import _preflight as _cli_preflight
+_cli_preflight.check()
 from tfnp_trax.cli import _quiet as _cli_quiet
 _cli_quiet.begin()
 

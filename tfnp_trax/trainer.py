@@ -18,27 +18,16 @@ import datetime
 import os
 import sys
 
-from absl import flags
 from absl import logging
+
+from tfnp_trax.cli import _cache_dir
+from tfnp_trax.cli import _trainer_flags
+from tfnp_trax.cli import _usage
 
 __all__ = ['FLAGS', 'main', 'gin_bindings', 'train_from_configs',
            'run_configs']
 
-FLAGS = flags.FlagValues()
-flags.DEFINE_string('output_dir', None, 'Path to the directory to save logs '
-                    'and checkpoints.', flag_values=FLAGS)
-flags.DEFINE_multi_string('config_file', None, 'Configuration file with '
-                          'parameters (.gin).', flag_values=FLAGS)
-flags.DEFINE_multi_string('config', None, 'Configuration parameters (gin '
-                          'string).', flag_values=FLAGS)
-flags.DEFINE_string('dataset', None, 'Which dataset to use.',
-                    flag_values=FLAGS)
-flags.DEFINE_string('model', None, 'Which model to train.',
-                    flag_values=FLAGS)
-flags.DEFINE_string('data_dir', None, 'Path to the directory with data.',
-                    flag_values=FLAGS)
-flags.DEFINE_integer('log_level', logging.INFO, 'Log level.',
-                     flag_values=FLAGS)
+FLAGS = _trainer_flags.FLAGS
 
 
 def gin_bindings(config=None, dataset=None, model=None, data_dir=None):
@@ -54,7 +43,11 @@ def gin_bindings(config=None, dataset=None, model=None, data_dir=None):
 
 
 def _default_output_dir():
-  """`~/tfnp_trax/<model>_<dataset>_<time>`, as Trax names its `~/trax/...`."""
+  """`<cache>/trainer/<model>_<dataset>_<time>`, named as Trax's `~/trax/...`.
+
+  In the user's cache folder, not in ~ as Trax's: a `tfnp_trax` folder in
+  ~ would hide the library from any Python started there (`_cache_dir`).
+  """
   import gin  # pylint: disable=g-import-not-at-top
   try:
     dataset_name = gin.query_parameter('data_streams.dataset_name')
@@ -66,7 +59,7 @@ def _default_output_dir():
     model_name = 'model'
   name = (f'{model_name}_{dataset_name}_'
           f'{datetime.datetime.now().strftime("%Y%m%d_%H%M")}')
-  return os.path.expanduser(os.path.join('~', 'tfnp_trax', name))
+  return _cache_dir.default_output_dir('trainer', name)
 
 
 def train_from_configs(config_files, bindings, output_dir=None):
@@ -75,7 +68,9 @@ def train_from_configs(config_files, bindings, output_dir=None):
   Args:
     config_files: `.gin` files, parsed in order.
     bindings: gin binding strings, applied after the files.
-    output_dir: where the run writes; default `~/tfnp_trax/<model>_...`.
+    output_dir: where the run writes; default `<model>_<dataset>_<time>`
+      under `trainer/` in the cache folder (`$XDG_CACHE_HOME/tfnp_trax`,
+      else `~/.cache/tfnp_trax`).
 
   Returns:
     The trained `training.Loop`.
@@ -109,21 +104,15 @@ def main(argv):
     print(f'usage: python -m tfnp_trax.trainer [--flags]\n\n'
           f'{FLAGS.get_help()}')
     return 0
-  FLAGS.unparse_flags()  # A second call in one process starts afresh.
-  try:
-    FLAGS(argv)
-  except flags.Error as e:
-    print(f'{argv[0]}: {e}', file=sys.stderr)
+  # In a command-line process `_preflight` did this before TensorFlow
+  # started; an in-process caller gets the same usage errors here.
+  error = _usage.parse(FLAGS, argv, _trainer_flags.validate)
+  if error is not None:
+    _usage.report(argv[0], error)
     return 2
   logging.set_verbosity(FLAGS.log_level)
-  from tfnp_trax import gin_config  # pylint: disable=g-import-not-at-top
   bindings = gin_bindings(FLAGS.config, FLAGS.dataset, FLAGS.model,
                           FLAGS.data_dir)
-  if not FLAGS.config_file and not bindings:
-    print(f'{argv[0]}: give --config_file=X.gin (and/or --config '
-          f'bindings), e.g. --config_file=gru_copy.gin '
-          f"--config='train.steps = 100'.", file=sys.stderr)
-    return 2
   return run_configs(argv[0], FLAGS.config_file or [], bindings,
                      FLAGS.output_dir)
 

@@ -18,8 +18,6 @@ gin-configured `trainer_lib.train` instead, exactly as
 """
 
 import os
-import sys
-import tempfile
 import time
 from typing import NamedTuple
 
@@ -29,71 +27,13 @@ import numpy as onp
 from tfnp_trax.cli import _budget_run
 from tfnp_trax.cli import _progress
 from tfnp_trax.cli import _time_budget
+from tfnp_trax.cli import _train_flags
+from tfnp_trax.cli import _usage
 
-__all__ = ['main', 'build', 'TaskDefaults']
+__all__ = ['FLAGS', 'main', 'build', 'TaskDefaults']
 
-# The default job must end within 5 minutes on any 2-core x86 machine; the
-# minute left over absorbs errors in the timing estimates.
-_DEFAULT_BUDGET = '4m'
+FLAGS = _train_flags.FLAGS
 
-FLAGS = flags.FlagValues()
-flags.DEFINE_enum('model', 'transformer_lm',
-                  ['mlp', 'transformer_lm', 'resnet_frn'], 'Model to train.',
-                  flag_values=FLAGS)
-flags.DEFINE_enum('task', 'pylm', ['pylm', 'digits', 'copy'], 'Task.',
-                  flag_values=FLAGS)
-flags.DEFINE_integer('steps', None, 'Total training steps (default: per '
-                     'task, or as many as fit --time_budget).',
-                     flag_values=FLAGS)
-flags.DEFINE_string('time_budget', None, 'Wall-clock budget of the whole run '
-                    '(start-up, training, evals, sample, export): seconds or '
-                    'a duration like 4m or 1m30s; 0 or off: none. Default: '
-                    f'{_DEFAULT_BUDGET}, unless --steps is given (then none). '
-                    'With --steps too, --steps is the most steps it runs.',
-                    flag_values=FLAGS)
-flags.DEFINE_boolean('verbose', False, 'Show TensorFlow\'s C++ start-up '
-                     'logging (hidden by default).', flag_values=FLAGS)
-flags.DEFINE_integer('batch_size', None, 'Global batch size (default: per '
-                     'task).', flag_values=FLAGS)
-flags.DEFINE_string('output_dir', None, 'Checkpoints and TensorBoard logs '
-                    '(default: a folder under the system temp dir).',
-                    flag_values=FLAGS)
-flags.DEFINE_enum('strategy', 'auto', ['auto', 'default', 'one_device',
-                                       'mirrored', 'multiworker', 'tpu'],
-                  'tf.distribute strategy.', flag_values=FLAGS)
-flags.DEFINE_integer('eval_every', None, 'Evaluate every N steps.',
-                     flag_values=FLAGS)
-flags.DEFINE_integer('checkpoint_every', None, 'Checkpoint every N steps.',
-                     flag_values=FLAGS)
-flags.DEFINE_boolean('resume', True, 'Resume from checkpoints in '
-                     'output_dir; with --noresume an output_dir that already '
-                     'holds checkpoints is an error.', flag_values=FLAGS)
-flags.DEFINE_string('export', None, 'Write a SavedModel here at the end.',
-                    flag_values=FLAGS)
-flags.DEFINE_float('learning_rate', None, 'Peak learning rate.',
-                   flag_values=FLAGS)
-flags.DEFINE_integer('seed', 0, 'Random seed.', flag_values=FLAGS)
-flags.DEFINE_integer('seq_len', 64, 'Sequence length for pylm.',
-                     flag_values=FLAGS)
-flags.DEFINE_integer('d_model', 128, 'Transformer width.', flag_values=FLAGS)
-flags.DEFINE_integer('n_layers', None, 'Transformer depth (default: 1 for '
-                     'pylm, 2 for copy).', flag_values=FLAGS)
-flags.DEFINE_boolean('jit_compile', False, 'Compile the step with XLA.',
-                     flag_values=FLAGS)
-flags.DEFINE_enum('precision', 'float32', ['float32', 'bf16'],
-                  'float32, or bf16 for mixed bfloat16 training (float32 '
-                  'weights and optimizer slots, bfloat16 compute).',
-                  flag_values=FLAGS)
-flags.DEFINE_multi_string('config_file', None, 'Gin configuration file(s) '
-                          '(Trax\'s .gin files work); runs trainer_lib.train '
-                          'as `python -m tfnp_trax.trainer` does.',
-                          flag_values=FLAGS)
-flags.DEFINE_multi_string('config', None, 'Gin bindings, applied after '
-                          '--config_file (e.g. "train.steps = 100").',
-                          flag_values=FLAGS)
-flags.DEFINE_integer('sample_length', 127, 'Bytes to sample at the end '
-                     '(pylm); the model holds max(seq_len, sample_length + 1) '
-                     'positions.', flag_values=FLAGS)
 
 class TaskDefaults(NamedTuple):
   """What `tfnp-trax train` uses for a task unless a flag overrides it."""
@@ -150,7 +90,8 @@ def build(model_name, task, vocab, mode='train'):
           f'--task {task}.')
     return models.TransformerLM(
         vocab, d_model=FLAGS.d_model, d_ff=4 * FLAGS.d_model,
-        n_layers=FLAGS.n_layers or (1 if task == 'pylm' else 2), n_heads=4,
+        n_layers=FLAGS.n_layers or (1 if task == 'pylm' else 2),
+        n_heads=FLAGS.n_heads,
         max_len=max(FLAGS.seq_len, FLAGS.sample_length + 1), dropout=0.0,
         mode=mode)
   if sequence_task:
@@ -170,25 +111,8 @@ def build(model_name, task, vocab, mode='train'):
 def _gin_run(argv):
   """`--config_file`/`--config`: the gin-configured trainer, as Trax's."""
   from tfnp_trax import trainer  # pylint: disable=g-import-not-at-top
-  # The other training flags would be silently ignored; say so instead.
-  ignored = sorted(name for name in FLAGS if FLAGS[name].present and name
-                   not in ('config_file', 'config', 'output_dir'))
-  if ignored:
-    print(f'{argv[0]}: --config_file/--config configure the run through '
-          f'gin; --{", --".join(ignored)} would be ignored. Drop them or '
-          f'write them as bindings (e.g. --config "train.steps = 100").',
-          file=sys.stderr)
-    return 2
   return trainer.run_configs(argv[0], FLAGS.config_file or [],
                              FLAGS.config or [], FLAGS.output_dir)
-
-
-def _budget_seconds():
-  """The time budget in seconds, or None; raises ValueError if malformed."""
-  spec = FLAGS.time_budget
-  if spec is None:
-    spec = None if FLAGS.steps else _DEFAULT_BUDGET
-  return _time_budget.parse_duration(spec)
 
 
 def main(argv, started_at=None):
@@ -201,14 +125,11 @@ def main(argv, started_at=None):
       process start, so TensorFlow's import counts too.
   """
   started_at = time.monotonic() if started_at is None else started_at
-  FLAGS.unparse_flags()  # A second call in one process starts afresh.
-  try:
-    FLAGS(argv)
-    budget_s = _budget_seconds()
-  except (flags.Error, ValueError) as e:
-    # An unknown flag or a bad value is a usage error, not a crash.
-    print(f'{argv[0]}: {e}\nRun `{argv[0]} --help` for the flags.',
-          file=sys.stderr)
+  # An unknown flag or a bad value is a usage error, not a crash (in a
+  # command-line process `_preflight` said so before TensorFlow started).
+  error = _usage.parse(FLAGS, argv, _train_flags.validate)
+  if error is not None:
+    _usage.report(argv[0], error, f'Run `{argv[0]} --help` for the flags.')
     return 2
   if FLAGS.config_file or FLAGS.config:
     return _gin_run(argv)
@@ -223,14 +144,9 @@ def main(argv, started_at=None):
   lr = FLAGS.learning_rate or defaults.learning_rate
   eval_every = FLAGS.eval_every or defaults.eval_every
   checkpoint_every = FLAGS.checkpoint_every or eval_every
-  output_dir = FLAGS.output_dir or os.path.join(
-      tempfile.gettempdir(), 'tfnp_trax', f'{FLAGS.task}_{FLAGS.model}')
+  budget_s = _train_flags.budget_seconds()
+  output_dir = os.path.expanduser(_train_flags.output_dir())
   ckpt_dir = os.path.join(output_dir, 'checkpoints')
-  if not FLAGS.resume and os.path.isdir(ckpt_dir) and os.listdir(ckpt_dir):
-    print(f'tfnp-trax train: {output_dir} already holds checkpoints and '
-          f'--noresume was given; choose another --output_dir or drop '
-          f'--noresume to continue that run.', file=sys.stderr)
-    return 2
   # Said at once: on a slow machine the data and model take a few seconds.
   limit = (f'time budget {_time_budget.format_duration(budget_s)}, at most '
            f'{max_steps} steps' if budget_s else f'{max_steps} steps')
