@@ -30,13 +30,22 @@ import numpy as onp
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 
-__all__ = ['UnsafePickleError', 'load', 'dump']
+__all__ = ['WeightFileError', 'UnsafePickleError', 'load', 'dump']
 
 _TRAX_SHAPE_DTYPE = ('trax.shapes', 'ShapeDtype')
 _TRAX_HISTORY = ('trax.supervised.history', 'History')
 
 
-class UnsafePickleError(pickle.UnpicklingError):
+class WeightFileError(ValueError):
+  """A weight file is unreadable or does not fit the layer loading it.
+
+  Defined here, below `weight_files` (which exports it), so that a refused
+  pickle is one too: a caller that catches WeightFileError catches every
+  file that cannot be loaded, whatever the reason.
+  """
+
+
+class UnsafePickleError(pickle.UnpicklingError, WeightFileError):
   """A pickle names a function or class that the safe loader does not allow."""
 
 

@@ -11,16 +11,20 @@ streams bfloat16 arrays are stored as their raw uint16 bits.
 `shard`/`unshard` split weights across devices and join them back, as
 Trax's Loop does before writing a checkpoint of sharded weights.
 
-Files are read with the restricted unpickler of `_safe_pickle`, so a file
-that asks to run code is refused before any of it runs, and everything is
-read and checked against the layer before any weight is assigned.
+Reading checks a file whole before using any of it: the gzip stream to its
+end, every member's CRC32 and length (`_gzip_whole`), then the pickle, read
+by the restricted unpickler of `_safe_pickle` (so a file that asks to run
+code is refused before any of it runs) and required to fill the file, then
+Trax's layout (`_weight_file_layout`), and last each leaf against the layer.
+Only then is any weight or state assigned. Every way a file can be
+damaged, cut short or foreign ends in a WeightFileError naming the file.
 Paths are local paths (Trax's `tf.io.gfile` URLs such as gs:// are not read
 here: layers do not import TensorFlow).
 """
 
 import gzip as gzip_lib
+import io
 import os
-import zlib
 
 import numpy as onp
 
@@ -29,6 +33,8 @@ from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.fastmath import trees
 from tfnp_trax.layers import _safe_pickle
+from tfnp_trax.layers import _weight_file_layout as layout
+from tfnp_trax.layers import _whole_file
 from tfnp_trax.layers import base
 
 __all__ = ['WeightFileError', 'flatten_weights_and_state',
@@ -43,12 +49,9 @@ __all__ = ['WeightFileError', 'flatten_weights_and_state',
 N_WEIGHTS_SHARDS = 1
 
 _BFLOAT16 = onp.dtype(jnp.bfloat16)
-_READ_ERRORS = (EOFError, OSError, zlib.error, ValueError,
-                gzip_lib.BadGzipFile)
 
-
-class WeightFileError(ValueError):
-  """A weight file is unreadable or does not fit the layer loading it."""
+# Defined beside the unpickler, so that its refusals are WeightFileErrors.
+WeightFileError = _safe_pickle.WeightFileError
 
 
 def flatten_weights_and_state(weights, state):
@@ -135,9 +138,12 @@ def _fill_tree(flat, tree, kind, describe=None, source=''):
           f'{where}{name} has shape {got} in the file but the model expects '
           f'{want}. The file was saved from a different model (or with a '
           f'different input signature).')
-    if source:
-      _check_finite(value, f'{where}{name}')
-    return _as_model_dtype(value, sig)
+    if not source:
+      return _as_model_dtype(value, sig)
+    value = _as_model_dtype(layout.fit_leaf(value, sig, f'{where}{name}'),
+                            sig)
+    _check_finite(value, f'{where}{name}')
+    return value
 
   result = fill(tree, ())
   if position[0] != len(flat):
@@ -151,7 +157,8 @@ def _fill_tree(flat, tree, kind, describe=None, source=''):
 
 def _check_finite(value, what):
   """A stored NaN or Inf is corruption, not a model: refuse to load it."""
-  if not isinstance(value, onp.ndarray) or value.dtype.kind not in 'fc':
+  if not isinstance(value, onp.ndarray) or (
+      value.dtype.kind not in 'fc' and value.dtype != _BFLOAT16):
     return
   bad = ~onp.isfinite(value)
   if bad.any():
@@ -251,8 +258,9 @@ def np_from_file(file_path, compresslevel):
   """Reads every array of a file `np_to_file` wrote, in order.
 
   Unlike Trax's version, which stops quietly at the first unreadable
-  record, a truncated or corrupt file is an error here, so a damaged
-  checkpoint cannot load as a model with its last weights missing.
+  record, the whole file is checked first (gzip CRC and length, nothing
+  after the last record), so a damaged checkpoint cannot load as a model
+  with its last weights missing or changed.
 
   Args:
     file_path: the `.npy.gz` file.
@@ -264,23 +272,26 @@ def np_from_file(file_path, compresslevel):
 
   Raises:
     FileNotFoundError: if the file does not exist.
-    WeightFileError: if it is not gzip, is truncated, or holds a record
-      that is not a plain `.npy` array.
+    WeightFileError: if it is not gzip, is truncated or corrupt, or holds a
+      record that is not a plain `.npy` array.
   """
   del compresslevel
+  kind = '.npy.gz weight file'
   if not os.path.exists(file_path):
     raise FileNotFoundError(file_path)
+  data = _whole_file.data(file_path, True, kind)
+  buffer = io.BytesIO(data)
   arrays = []
-  try:
-    with gzip_lib.open(file_path, 'rb') as gzipf:
-      while gzipf.peek(1):
-        arrays.append(onp.load(gzipf, allow_pickle=False))
-  except _READ_ERRORS as e:
-    raise WeightFileError(
-        f'{file_path}: cannot read array {len(arrays)} of this .npy.gz '
-        f'weight file ({type(e).__name__}: {e}). The file is truncated, '
-        f'corrupt or not one np_to_file wrote; re-copy or re-save it.'
-    ) from e
+  while buffer.tell() < len(data):
+    try:
+      # read_array, not load: load would also open a zip or a pickle.
+      arrays.append(onp.lib.format.read_array(buffer, allow_pickle=False))
+    except Exception as e:  # pylint: disable=broad-except
+      # The bytes passed gzip's CRC, so whatever fails here is the layout.
+      raise WeightFileError(
+          f'{file_path}: cannot read array {len(arrays)} of this {kind} '
+          f'({type(e).__name__}: {e}). The file is not one np_to_file or a '
+          f'Trax Loop wrote; re-save it.') from e
   return arrays
 
 
@@ -299,6 +310,10 @@ def pickle_to_file(obj, file_path, gzip=False):
 def unpickle_from_file(file_path, gzip=False):
   """Unpickles `file_path` with the restricted unpickler (see _safe_pickle).
 
+  The whole file is read and checked before the pickle is: for gzip, every
+  member's CRC32 and length and nothing after the last; then the pickle
+  must fill the (decompressed) file exactly.
+
   Args:
     file_path: the pickle file.
     gzip: whether it is gzipped.
@@ -309,26 +324,23 @@ def unpickle_from_file(file_path, gzip=False):
   Raises:
     FileNotFoundError: if the file does not exist.
     _safe_pickle.UnsafePickleError: if the file names anything besides
-      arrays, containers and Trax records.
-    WeightFileError: if the file is truncated or not gzip/pickle data.
+      arrays, containers and Trax records (a WeightFileError too).
+    WeightFileError: if the file is a directory, empty, truncated, corrupt
+      or not gzip/pickle data.
   """
   if not os.path.exists(file_path):
     raise FileNotFoundError(
         f'{file_path}: no such file; expected a {"gzipped " if gzip else ""}'
         f'pickle written by save_to_file or a Trax Loop.')
-  try:
-    with open(file_path, 'rb') as f:
-      if not gzip:
-        return _safe_pickle.load(f, file_path)
-      with gzip_lib.GzipFile(fileobj=f, mode='rb') as gzipf:
-        return _safe_pickle.load(gzipf, file_path)
-  except _safe_pickle.UnsafePickleError:
-    raise
-  except (*_READ_ERRORS, _safe_pickle.pickle.UnpicklingError) as e:
-    kind = 'gzipped pickle' if gzip else 'pickle'
+  kind = 'gzipped pickle' if gzip else 'pickle'
+  data = _whole_file.data(file_path, gzip, kind)
+  if not data:
+    empty = 'it holds no data once decompressed' if gzip else 'it is empty'
     raise WeightFileError(
-        f'{file_path}: cannot read this {kind} ({type(e).__name__}: {e}). '
-        f'The file is truncated, corrupt or not a Trax weight file.') from e
+        f'{file_path}: cannot read this {kind} ({empty}). The file is '
+        f'truncated, corrupt or not a Trax weight file: an interrupted '
+        f'write? Save or copy it again.')
+  return _whole_file.unpickle(data, file_path, kind)
 
 
 def weights_and_state_signature(layer, input_signature):
@@ -402,18 +414,18 @@ def read_weights_file(file_name):
     where Trax stored bfloat16) in both layouts.
 
   Raises:
-    WeightFileError: unreadable file, or not a Trax weight dict.
+    FileNotFoundError: if the file, or the weights file it refers to, is
+      missing.
+    WeightFileError: unreadable file, or not a Trax weight dict (checked
+      whole, see `_weight_file_layout`).
   """
   contents = unpickle_from_file(file_name, gzip=True)
-  if not isinstance(contents, dict) or 'flat_weights' not in contents:
-    found = (sorted(contents) if isinstance(contents, dict) else
-             type(contents).__name__)
-    raise WeightFileError(
-        f'{file_name}: expected a dict with \'flat_weights\' (a Trax weight '
-        f'file), found {found}.')
-  if isinstance(contents['flat_weights'], int):
+  layout.check_contents(contents, file_name)
+  if not isinstance(contents['flat_weights'], (list, tuple)):
+    weights_path = _weights_path(file_name)
     contents['flat_weights'] = np_from_file(
-        _weights_path(file_name), compresslevel=contents['flat_weights'])
+        weights_path, compresslevel=contents['flat_weights'])
+    layout.check_leaves(contents['flat_weights'], 'records', weights_path)
   return contents
 
 
@@ -422,7 +434,8 @@ def init_from_file(layer, file_name, weights_only=False,
   """Sets `layer`'s weights (and state) from a Trax weight file.
 
   See `Layer.init_from_file`. Nothing on the layer changes unless the whole
-  file reads and fits.
+  file reads and fits: every leaf is checked and converted first, and the
+  layer is put back as it was if assigning fails part way.
   """
   contents = read_weights_file(file_name)
   if input_signature is None:
@@ -445,14 +458,30 @@ def init_from_file(layer, file_name, weights_only=False,
   describe = lambda path: _describe(layer, path)  # pylint: disable=unnecessary-lambda-assignment
   weights = _fill_tree(contents['flat_weights'], weights_sig, 'weights',
                        describe, file_name)
-  if weights_only:
-    if input_signature is not None:
-      layer.init(input_signature)  # Fresh state, as in Trax.
-  else:
-    layer.state = _fill_tree(contents['flat_state'], state_sig, 'state',
-                             describe, file_name)
-  layer.weights = weights
+  state = None
+  if not weights_only:
+    state = _fill_tree(contents['flat_state'], state_sig, 'state',
+                       describe, file_name)
+  # Everything is read and checked; only now does the layer change.
+  _assign(layer, weights, state,
+          input_signature if weights_only else None)
   return layer.weights, layer.state
+
+
+def _assign(layer, weights, state, fresh_signature):
+  """Sets weights (and state, or a fresh one as Trax does), all or nothing."""
+  saved = (layer.weights, layer.state, layer.rng, layer.initialized)
+  try:
+    if fresh_signature is not None:
+      layer.init(fresh_signature)  # Fresh state, as in Trax.
+    if state is not None:
+      layer.state = state
+    layer.weights = weights
+  except BaseException:
+    layer.rng = saved[2]
+    layer._set_weights_state_quietly(saved[0], saved[1])  # pylint: disable=protected-access
+    layer._initialized = saved[3]  # pylint: disable=protected-access
+    raise
 
 
 def _describe(layer, path):
