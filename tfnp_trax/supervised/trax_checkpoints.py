@@ -17,6 +17,7 @@ import os
 from typing import Any, List, NamedTuple
 
 from tfnp_trax.fastmath import trees
+from tfnp_trax.layers import _weight_file_layout
 from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import history as history_lib
 
@@ -76,8 +77,10 @@ def load_trax_checkpoint(path_or_dir, filename='model'):
   Raises:
     FileNotFoundError: if the `.pkl.gz` file or a file it refers to is
       missing.
-    weight_files.WeightFileError: if a file is truncated or not Trax's.
-    UnsafePickleError: if the pickle asks to run anything.
+    weight_files.WeightFileError: if a file is truncated, corrupt or not
+      Trax's (each file is checked whole before anything is returned).
+    UnsafePickleError: if the pickle asks to run anything (a
+      WeightFileError too).
   """
   pkl_path = trax_checkpoint_file(path_or_dir, filename)
   if not os.path.exists(pkl_path):
@@ -103,25 +106,32 @@ def load_trax_checkpoint(path_or_dir, filename='model'):
 def _slots_per_task(contents, pkl_path):
   """Each task's flat slots, from the pickle or the `.opt_slots<i>` files."""
   if 'slots' in contents:  # Trainer (and early Loop): one task, a tree.
-    return [_nonempty_leaves(contents['slots'])]
+    return [_nonempty_leaves(contents['slots'], 'slots', pkl_path)]
   slots = contents.get('slots_per_task')
   if slots is None:
     return []
   if not isinstance(slots, int):
-    return [_nonempty_leaves(s) for s in slots]
+    if not isinstance(slots, (list, tuple)):
+      _weight_file_layout.check_leaves(slots, 'slots_per_task', pkl_path)
+    return [_nonempty_leaves(s, f'slots_per_task[{i}]', pkl_path)
+            for i, s in enumerate(slots)]
+  _weight_file_layout.check_compress_level(slots, 'slots_per_task', pkl_path)
   # An int is the compress level; the slots sit in one file per task. Trax
   # reads as many as the Loop has tasks; without the Loop, read all there.
   base_path = pkl_path[:-len('.pkl.gz')]
   per_task = []
   while os.path.exists(f'{base_path}.opt_slots{len(per_task)}.npy.gz'):
-    per_task.append(weight_files.np_from_file(
-        f'{base_path}.opt_slots{len(per_task)}.npy.gz', compresslevel=slots))
+    path = f'{base_path}.opt_slots{len(per_task)}.npy.gz'
+    per_task.append(weight_files.np_from_file(path, compresslevel=slots))
+    _weight_file_layout.check_leaves(per_task[-1], 'records', path)
   return per_task
 
 
-def _nonempty_leaves(tree):
+def _nonempty_leaves(tree, what, pkl_path):
   # Trax leaves out None and () entries (weightless layers) from slots.
-  return [x for x in trees.tree_flatten(tree) if x is not None]
+  leaves = [x for x in trees.tree_flatten(tree) if x is not None]
+  _weight_file_layout.check_leaves(leaves, f'{what} (flattened)', pkl_path)
+  return leaves
 
 
 def _history(saved, pkl_path):
@@ -132,7 +142,13 @@ def _history(saved, pkl_path):
     raise weight_files.WeightFileError(
         f'{pkl_path}: the history is not a Trax History dict '
         f'({{"_values": ...}}); got {type(saved).__name__}.')
-  return history_lib.History.from_dict(saved)
+  try:
+    return history_lib.History.from_dict(saved)
+  except (AttributeError, TypeError, ValueError) as e:
+    raise weight_files.WeightFileError(
+        f'{pkl_path}: the history is not a Trax History dict ({{"_values": '
+        f'{{mode: {{metric: [(step, value), ...]}}}}}}): {type(e).__name__}: '
+        f'{e}. The file was not written by a Trax Loop or Trainer.') from e
 
 
 def weights_and_state_for(model, checkpoint, input_signature=None,
