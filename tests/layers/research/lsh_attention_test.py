@@ -256,9 +256,6 @@ def test_lsh_decoding_over_a_rolling_cache_equals_windowed_attention():
 def test_lsh_bad_inputs_name_layer_and_numbers():
   layer = _init(ea.LSHSelfAttention(n_heads=1, d_qk=2, d_v=2, chunk_len=4,
                                     n_buckets=16), _x((1, 32, 3)))
-  with pytest.raises(tl.LayerError, match=r'LSHSelfAttention: n_buckets=16 '
-                     r'gives 16 buckets, more than the 8 positions'):
-    layer(_x((1, 8, 3)))
   with pytest.raises(tl.LayerError, match=r'LSHSelfAttention: n_hashes \* '
                      r'length = 1 \* 18 is not a multiple of chunk_len 4'):
     layer(_x((1, 18, 3)))
@@ -270,6 +267,36 @@ def test_lsh_bad_inputs_name_layer_and_numbers():
   with pytest.raises(tl.LayerError, match=r'PureLSHSelfAttention: qk has 3 '
                      r'rows, not a multiple of n_heads=2'):
     ea.PureLSHSelfAttention().init(shapes.signature((_x((3, 8, 4)),) * 2))
+
+
+def test_more_buckets_than_positions_as_trax():
+  # Trax's reformer_copy.gin hashes 32-token sequences into [32, 32] = 1024
+  # buckets (max_length_for_buckets=1024): Trax checks neither n_buckets
+  # against the length nor the length against max_length_for_buckets
+  # (follows trax/layers/research/efficient_attention.py
+  # LSHSelfAttention.hash_vectors / forward_unbatched).
+  x = _x((2, 8, 6))
+  layer = _init(ea.LSHSelfAttention(n_heads=2, d_qk=3, d_v=4, causal=True,
+                                    chunk_len=4, n_hashes=2,
+                                    n_buckets=[32, 32], mode='eval',
+                                    max_length_for_buckets=1024), x)
+  assert layer.state[0].shape == (4, 2 * 1024)
+  y, state = _run64(layer, x)
+  buckets = np.asarray(state[0])
+  assert buckets.shape == (4, 2 * 1024)
+  assert not buckets[:, 16:].any()  # Padded to max_length_for_buckets.
+  rounds = buckets[:, :16].reshape(4, 2, 8)
+  assert rounds.max() >= 32 and rounds[:, 0].max() < 1024  # Factored ids.
+  assert np.all(rounds[:, 1] >= 1024) and np.all(rounds[:, 1] < 2048)
+  want = _lsh_reference(layer, x, buckets[:, :16], n_hashes=2, chunk_len=4,
+                        n_before=1, n_after=0, causal=True)
+  np.testing.assert_allclose(y, want, rtol=1e-9, atol=1e-9)
+  # A sequence longer than max_length_for_buckets stores all its buckets.
+  short = _init(ea.LSHSelfAttention(n_heads=1, d_qk=2, d_v=2, chunk_len=4,
+                                    n_buckets=4, max_length_for_buckets=8),
+                _x((1, 8, 3)))
+  _, state = short.pure_fn(_x((1, 16, 3)), short.weights, short.state, KEY)
+  assert state[0].shape == (1, 16)
 
 
 def test_lsh_names_weights_and_state_follow_trax():
@@ -372,6 +399,46 @@ def test_wrapper_projects_attends_and_trains():
   assert np.abs(leaves[0]).max() > 0  # Reaches the first projection.
   with pytest.raises(NotImplementedError, match="weights_format='sparse'"):
     ea.PureLSHSelfAttentionWrapper(weights_format='sparse')
+
+
+@pytest.mark.parametrize('num_weights', [2, 3])
+def test_wrapper_rotary_rotates_queries_and_keys(num_weights):
+  # Follows trax/layers/research/efficient_attention.py
+  # _ProjectAndSplitHeads: with rotary_position_emb, Rotate acts on Q and K
+  # (before their average) or on the shared QK, never on V.
+  x = _x((2, 8, 4))
+  kw = dict(n_heads=2, d_qk=2, d_v=2, chunk_len=8, n_chunks_before=0,
+            n_buckets=2, causal=True, num_weights=num_weights)
+  rotated = _init(ea.PureLSHSelfAttentionWrapper(rotary_position_emb=True,
+                                                 **kw), x)
+  plain = _init(ea.PureLSHSelfAttentionWrapper(**kw), x)
+  assert 'Rotate' in repr(rotated) and 'Rotate' not in repr(plain)
+  qkv = rotated.sublayers[0]
+  qk, v = qkv.pure_fn(x, qkv.weights, qkv.state, KEY)[0]
+  # NumPy: dense projections, RoFormer rotation of Q/K, heads split.
+  leaves = [np.asarray(a, np.float64) for a in fastmath.tree_leaves(
+      qkv.weights)]
+  assert len(leaves) == 2 * num_weights  # Kernel and bias per Dense.
+  dense = list(zip(leaves[0::2], leaves[1::2]))
+  proj = [x.astype(np.float64) @ w + b for w, b in dense]
+  pos = np.arange(8.0)[:, None]
+  theta = 10000.0**(-np.arange(0, 4, 2) / 4.0)
+  ang = np.concatenate([pos * theta, pos * theta], -1)
+
+  def rope(a):
+    half = np.concatenate([-a[..., 2:], a[..., :2]], -1)
+    return a * np.cos(ang) + half * np.sin(ang)
+  want_qk = (rope(proj[0]) if num_weights == 2 else
+             (rope(proj[0]) + rope(proj[1])) / 2.0)
+  want_v = proj[-1]
+  np.testing.assert_allclose(qk, _split_heads(want_qk, 2), rtol=1e-5,
+                             atol=1e-6)
+  np.testing.assert_allclose(v, _split_heads(want_v, 2), rtol=1e-5,
+                             atol=1e-6)
+  # A causal single-chunk LSH is position-dependent now: outputs differ.
+  rotated.weights = fastmath.tree_unflatten(
+      fastmath.tree_leaves(plain.weights), rotated.weights)[0]
+  assert not np.allclose(rotated(x), plain(x))
 
 
 def test_lshff_matches_numpy_with_hash_mask():
