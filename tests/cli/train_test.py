@@ -190,8 +190,9 @@ def test_bad_flags_and_missing_config_file_exit_2_with_a_message(capsys):
   assert 'invalid literal for int()' in capsys.readouterr().err
   assert train.main(['tfnp-trax train', '--config_file',
                      '/nonexistent/x.gin']) == 2
-  assert ("tfnp-trax train: --config_file must be an existing file, got "
-          "'/nonexistent/x.gin' (not found)." in capsys.readouterr().err)
+  assert ('tfnp-trax train: Unable to open file: /nonexistent/x.gin '
+          '(--config_file must name an existing, readable file; not found).'
+          in capsys.readouterr().err)
 
 
 def test_task_defaults_are_named():

@@ -100,15 +100,13 @@ def readable_file(flag, path, search_folders=None):
     search_folders = gin_search_folders()
   candidates = [os.path.join(folder, path) for folder in search_folders]
   found = [c for c in candidates if os.path.isfile(c)]
-  if found:
-    require(os.access(found[0], os.R_OK),
-            f'--{flag} must be a readable file, got {path!r}, which this '
-            f'user cannot read.')
+  if found and os.access(found[0], os.R_OK):
     return
-  what = ('a folder' if os.path.isdir(os.path.expanduser(path)) else
-          'not found')
-  raise UsageError(f'--{flag} must be an existing file, got {path!r} '
-                   f'({what}).')
+  # Worded as gin words it, with the flag and the reason added.
+  why = ('this user cannot read it' if found else 'it is a folder' if
+         os.path.isdir(os.path.expanduser(path)) else 'not found')
+  raise UsageError(f'Unable to open file: {path} (--{flag} must name an '
+                   f'existing, readable file; {why}).')
 
 
 def quote_free(flag, value, expected):

@@ -22,6 +22,7 @@ from tfnp_trax import debug
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import _trees
+from tfnp_trax.optimizers import _validation
 
 __all__ = ['Optimizer', 'l2_norm', 'clip_grads']
 
@@ -115,6 +116,11 @@ class Optimizer:
           f'{learning_rate!r} ({type(learning_rate).__name__}). A schedule '
           f'(step -> rate) goes to TrainTask(lr_schedule=...), not to the '
           f'optimizer.')
+    # A gin binding of the wrong type (`Adam.b1 = "high"`) fails here, not
+    # in the first update.
+    _validation.check_numbers(
+        type(self), dict(init_opt_params, clip_grad_norm=clip_grad_norm),
+        optional=('clip_grad_norm',))
     init_opt_params['learning_rate'] = learning_rate
     self._init_opt_params = _initial_params(init_opt_params)
     self._slots = None

@@ -118,16 +118,17 @@ class SM3(base.Optimizer):
         preconditioned gradient.
       momentum_type: a `MomentumType`.
     """
-    self._has_momentum = momentum > 0.0
     if momentum_type not in list(MomentumType):
       raise ValueError(
           f'SM3: momentum_type must be one of {_MOMENTUM_TYPE_NAMES}, got '
           f'{momentum_type!r}.')
     self._momentum_type = MomentumType(momentum_type)
-    self._graft = second_moment_averaging != 1.0
+    # First: it checks that the hyperparameters are numbers.
     super().__init__(learning_rate=learning_rate, momentum=momentum,
                      second_moment_averaging=second_moment_averaging,
                      weight_decay=weight_decay)
+    self._has_momentum = momentum > 0.0
+    self._graft = second_moment_averaging != 1.0
 
   def init(self, weights):
     shape = tuple(weights.shape)

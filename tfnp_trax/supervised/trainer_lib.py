@@ -47,6 +47,7 @@ import tensorflow as tf
 
 from tfnp_trax import gin_config
 from tfnp_trax import layers as tl
+from tfnp_trax.optimizers import _validation
 from tfnp_trax.supervised import training
 
 __all__ = ['train', 'named_stream', 'num_devices', 'NamedStream',
@@ -55,6 +56,13 @@ __all__ = ['train', 'named_stream', 'num_devices', 'NamedStream',
 NamedStream = collections.namedtuple('NamedStream', ['name', 'stream'])
 
 _MODULE = 'trax.supervised.trainer_lib'
+
+# train()'s whole-number arguments that may be None (Trax: eval_steps or
+# eval_frequency None disables evals), and those that are lists of steps.
+_OPTIONAL_INTS = ('eval_steps', 'eval_frequency',
+                  'permanent_checkpoint_frequency', 'random_seed',
+                  'checkpoints_at', 'permanent_checkpoints_at')
+_INT_LISTS = ('checkpoints_at', 'permanent_checkpoints_at')
 
 
 def default_metrics():
@@ -194,11 +202,24 @@ def train(output_dir,
     The `training.Loop`, after training.
 
   Raises:
+    TypeError: a whole-number argument (`steps`, `eval_steps`, ...) is not
+      one, e.g. `train.steps = 'ten'` in a gin file.
     ValueError: both permanent-checkpoint arguments are given, or `model` is
       not set.
     NotImplementedError: Trax's pre-Loop trainer or weight sharding is asked
       for.
   """
+  # A gin binding of the wrong type (`train.steps = 'ten'`) fails here,
+  # naming the parameter, not deep inside the Loop.
+  _validation.check_integers(
+      train, {'steps': steps, 'eval_steps': eval_steps,
+              'eval_frequency': eval_frequency,
+              'permanent_checkpoint_frequency': permanent_checkpoint_frequency,
+              'random_seed': random_seed, 'loss_chunk_size': loss_chunk_size,
+              'n_weights_shards': n_weights_shards,
+              'checkpoints_at': checkpoints_at,
+              'permanent_checkpoints_at': permanent_checkpoints_at},
+      optional=_OPTIONAL_INTS, lists=_INT_LISTS)
   _check_supported(trainer_class, use_loop, n_weights_shards)
   if (permanent_checkpoint_frequency is not None and
       permanent_checkpoints_at is not None):
