@@ -416,3 +416,38 @@ def test_beam_search_errors_name_the_numbers(lm_pair):
                      r'got 0'):
     decoding.beam_search(cached, batch_size=2, n_beams=0)
   assert _same_tree(cached.state, fresh)
+
+
+def test_eos_id_none_runs_to_max_length_and_a_whole_float_is_an_id():
+  model = _fixed_logits_model(np.array([0.1, 0.2, 0.7]))
+  # None: no id ends a sequence, so every one of the max_length tokens.
+  out = decoding.autoregressive_sample(model, temperature=0.0, eos_id=None,
+                                       max_length=4, accelerate=False)
+  np.testing.assert_array_equal(out, [[2, 2, 2, 2]])
+  # 2.0 names id 2 (Trax compares ids with ==): the first token ends it.
+  out = decoding.autoregressive_sample(model, temperature=0.0, eos_id=2.0,
+                                       max_length=4, accelerate=False)
+  np.testing.assert_array_equal(out, [[2]])
+  beams = decoding.beam_search(model, n_beams=1, eos_id=None, max_length=3,
+                               accelerate=False)
+  np.testing.assert_array_equal(beams[0][0], [[2, 2, 2]])
+
+
+def test_start_id_of_shape_batch_feeds_each_sequence_its_own_id():
+  # Logits peak at (fed id + 1), so the first greedy token is start + 1.
+  model = tl.Fn('NextId', lambda x: 10.0 * (
+      jnp.arange(6)[None, None, :] == x[..., None] + 1).astype(jnp.float32))
+  for start in (np.array([0, 3], np.int64), np.array([[0], [3]], np.int32)):
+    out = decoding.autoregressive_sample(model, batch_size=2, start_id=start,
+                                         temperature=0.0, eos_id=-1,
+                                         max_length=1, accelerate=False)
+    np.testing.assert_array_equal(out, [[1], [4]])
+
+
+def test_stream_checks_its_arguments_when_made_not_when_read():
+  model = _fixed_logits_model(np.array([0.5, 0.5]))
+  with pytest.raises(ValueError, match=r'batch_size must be a positive int, '
+                     r'got 0'):
+    decoding.autoregressive_sample_stream(model, batch_size=0)
+  with pytest.raises(ValueError, match=r'temperature must be >= 0'):
+    decoding.autoregressive_sample_stream(model, temperature=-0.5)

@@ -264,7 +264,9 @@ def _checked_len_map(len_map, pad_value, multiple):
                        f'{key!r} of len_map (it has {list(pad_value)}); give '
                        f'a pad value for every padded position, or one '
                        f'value for all.')
-  return dict(len_map)
+  # Python ints: a NumPy int64 would not mix with the int32 sizes of the
+  # tf.data path.
+  return {key: int(value) for key, value in len_map.items()}
 
 
 def PadToLength(len_map=None, pad_value=0, multiple=False):  # pylint: disable=invalid-name

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
+from tfnp_trax.export import _args
 from tfnp_trax.export import _trees
 
 __all__ = ['LayerModule', 'input_specs', 'relaxed_spec', 'checked_input',
@@ -68,6 +69,7 @@ def input_specs(layer, input_signature, input_names, caller):
         f'mean shapes.ShapeDtype({tuple(sigs)}, dtype)?')
   if not isinstance(sigs, (list, tuple)):
     sigs = (sigs,)
+  _args.check_signature_entries(sigs, caller)
   sigs = tuple(shapes.signature(s) if not isinstance(s, shapes.ShapeDtype)
                else s for s in sigs)
   n_in = max(layer.n_in, 1)
@@ -84,6 +86,7 @@ def input_specs(layer, input_signature, input_names, caller):
   if len(input_names) != n_in:
     raise ValueError(f'{caller}: got {len(input_names)} input_names for the '
                      f'{n_in} input(s) of layer {layer.name}.')
+  _args.check_names(input_names, 'input_names', caller)
   return sigs, input_names
 
 

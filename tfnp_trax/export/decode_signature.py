@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
+from tfnp_trax.export import _args
 from tfnp_trax.export import _module
 
 __all__ = ['decode_signatures']
@@ -72,6 +73,8 @@ def decode_signatures(predict_model, batch_size=1, token_dtype=onp.int32):
   Returns:
     A dict name -> builder, for `save_model(..., signatures=...)`.
   """
+  _args.check_layer(predict_model, 'decode_signatures')
+  _args.check_count(batch_size, 'batch_size', 'decode_signatures')
   if predict_model.n_in != 1:
     raise ValueError(
         f'decode_signatures: {predict_model.name} takes {predict_model.n_in} '

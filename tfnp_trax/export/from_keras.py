@@ -12,6 +12,7 @@ import sys
 
 import tensorflow as tf
 
+from tfnp_trax.export import _args
 from tfnp_trax.layers import base
 
 __all__ = ['FromKeras']
@@ -42,11 +43,18 @@ class FromKeras(base.Layer):
       n_in: number of inputs, passed to the Keras layer as a list if > 1.
       n_out: number of outputs the Keras layer returns.
     """
-    super().__init__(n_in=n_in, n_out=n_out,
-                     name=f'FromKeras_{keras_layer.name}')
     if not hasattr(keras_layer, 'stateless_call'):
       raise TypeError(f'FromKeras: expects a Keras 3 layer (with '
                       f'stateless_call), got {type(keras_layer).__name__}.')
+    # A Keras layer is called with at least one input and gives at least
+    # one output.
+    _args.check_count(n_in, 'n_in', 'FromKeras')
+    _args.check_count(n_out, 'n_out', 'FromKeras')
+    if mode not in ('train', 'eval', 'predict'):
+      raise ValueError(f"FromKeras: mode must be 'train', 'eval' or "
+                       f"'predict', got {mode!r}.")
+    super().__init__(n_in=n_in, n_out=n_out,
+                     name=f'FromKeras_{keras_layer.name}')
     self._keras_layer = keras_layer
     self._training = mode == 'train'
     # Only some Keras layers take a `training` argument (Add does not).

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
+from tfnp_trax.export import _args
 from tfnp_trax.export import _trees
 from tfnp_trax.export import layer_factory as factory_lib
 from tfnp_trax.layers import base
@@ -87,6 +88,7 @@ class AsKeras(keras.layers.Layer):
           f'AsKeras: expected a tfnp_trax layer, a LayerFactory or its config '
           f'dict, got {type(layer).__name__} ({layer!r:.80}). Wrap a layer, '
           f'e.g. AsKeras(tl.Serial(tl.Dense(8), tl.Relu())).')
+    _args.check_count(batch_size, 'batch_size', 'AsKeras', allow_none=True)
     self._held = _trees.Held(layer=factory() if factory else layer,
                        factory=factory, templates=None, weight_vars=[],
                        state_vars=[])

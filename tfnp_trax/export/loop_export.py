@@ -3,6 +3,7 @@
 from absl import logging
 
 from tfnp_trax import shapes
+from tfnp_trax.export import _args
 from tfnp_trax.export import saved_model
 
 __all__ = ['export_loop']
@@ -36,6 +37,11 @@ def export_loop(loop, path, batch_polymorphic=True):
   Returns:
     The input signature used (a tuple of ShapeDtypes).
   """
+  if not (hasattr(loop, 'eval_model') and hasattr(loop, 'model')):
+    raise TypeError(f'export_loop: expected a training.Loop (it holds the '
+                    f'trained model), got {type(loop).__name__} '
+                    f'({loop!r:.60}); to save a layer use save_model.')
+  path = _args.check_export_dir(path, 'export_loop')
   model = loop.eval_model
   if model.initialized:
     weights, state = model.weights, model.state

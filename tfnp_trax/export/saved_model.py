@@ -8,6 +8,7 @@ in a process that has only TensorFlow.
 
 import tensorflow as tf
 
+from tfnp_trax.export import _args
 from tfnp_trax.export import _module
 from tfnp_trax.export import _trees
 
@@ -48,6 +49,26 @@ def serving_function(model, module, input_signature, input_names=None,
   return tf.function(serve, input_signature=specs, autograph=False)
 
 
+def _check_signature_builders(signatures):
+  """Raises unless `signatures` is None or a dict name -> callable."""
+  if signatures is None:
+    return
+  if not isinstance(signatures, dict):
+    raise TypeError(f'save_model: signatures must be a dict from signature '
+                    f'name to builder (e.g. decode_signatures(model)), got '
+                    f'{type(signatures).__name__}.')
+  for name, builder in signatures.items():
+    if name == 'serving_default':
+      raise ValueError("save_model: signatures may not replace "
+                       "'serving_default', which serves the model itself; "
+                       'give the extra signature another name.')
+    if not callable(builder):
+      raise TypeError(
+          f'save_model: signatures[{name!r}] must be a builder, a callable '
+          f'taking the LayerModule and returning a tf.function, got '
+          f'{type(builder).__name__} ({builder!r:.60}).')
+
+
 def save_model(model, path, input_signature, weights=None, state=None,
                signatures=None, input_names=None, output_names=None):
   """Writes `model` with its weights to `path` as a SavedModel.
@@ -84,8 +105,18 @@ def save_model(model, path, input_signature, weights=None, state=None,
 
   Raises:
     ValueError: if the model is not initialized and no weights are given,
-      or the signature does not fit the model.
+      the signature does not fit the model, or names are not distinct.
+    TypeError: if the model is not a layer, or a signature entry, a
+      signatures builder or `path` has the wrong type.
+    NotADirectoryError: if `path` (or a folder above it) is a file.
+    PermissionError: if `path` would be created in a read-only directory.
   """
+  _args.check_layer(model, 'save_model')
+  path = _args.check_export_dir(path, 'save_model')
+  if output_names is not None:
+    _args.check_names((output_names,) if isinstance(output_names, str)
+                      else tuple(output_names), 'output_names', 'save_model')
+  _check_signature_builders(signatures)
   weights, state = _trees.weights_and_state(model, weights, state,
                                             'save_model')
   module = _module.LayerModule(model, weights, state)
@@ -93,6 +124,11 @@ def save_model(model, path, input_signature, weights=None, state=None,
       model, module, input_signature, input_names, output_names)}
   for name, builder in (signatures or {}).items():
     functions[name] = builder(module)
+    if not hasattr(functions[name], 'get_concrete_function'):
+      raise TypeError(
+          f'save_model: signatures[{name!r}] returned '
+          f'{type(functions[name]).__name__}; a builder must return a '
+          f'tf.function with an input_signature (see decode_signatures).')
   concrete = {name: fn.get_concrete_function()
               for name, fn in functions.items()}
   # The traced functions are also attributes (`loaded.serve(x)`). Attaching

@@ -3,6 +3,7 @@
 from absl import logging
 import tensorflow as tf
 
+from tfnp_trax.export import _args
 from tfnp_trax.export import _module
 from tfnp_trax.export import _trees
 
@@ -39,6 +40,8 @@ def to_tflite(model, input_signature, weights=None, state=None,
     ValueError: if the model is not initialized (and no weights given) or
       the signature has unknown sizes.
   """
+  _args.check_layer(model, 'to_tflite')
+  _args.check_optimizations(optimizations, 'to_tflite')
   weights, state = _trees.weights_and_state(model, weights, state,
                                             'to_tflite')
   sigs, names = _module.input_specs(model, input_signature, None,

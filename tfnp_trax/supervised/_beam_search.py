@@ -8,6 +8,7 @@ beams with a gather. The step is one compiled function, traced once for the
 prompt's shape and once for single tokens.
 """
 
+import numbers
 import weakref
 
 import numpy as np
@@ -101,13 +102,11 @@ def _make_step(model, batch_size, n_beams, eos_id, alpha, accelerate,
 
 def _prompt(model, inputs, batch_size, start_id):
   """`(tokens fed first [batch, T], source for two-input models or None)`."""
+  _decode_utils.check_count(batch_size, 'batch_size', 'beam_search')
   _decode_utils.check_model(model, 'beam_search', batch_size)
   if inputs is not None:
     inputs = _decode_utils.check_inputs(inputs, batch_size, 'beam_search')
-  if np.isscalar(start_id):
-    start = np.full((batch_size, 1), start_id, dtype=np.int32)
-  else:
-    start = np.asarray(start_id, dtype=np.int32).reshape((batch_size, 1))
+  start = _decode_utils.start_symbols(start_id, batch_size, 'beam_search')
   if model.n_in > 1 and inputs is not None:
     return start, inputs
   if inputs is not None:
@@ -115,13 +114,14 @@ def _prompt(model, inputs, batch_size, start_id):
   return start, None
 
 
-def _check_args(model, n_beams, max_length, prompt_length):
-  if not isinstance(n_beams, (int, np.integer)) or n_beams < 1:
-    raise ValueError(f'beam_search: n_beams must be a positive int, got '
-                     f'{n_beams!r}.')
-  if not isinstance(max_length, (int, np.integer)) or max_length < 1:
-    raise ValueError(f'beam_search: max_length must be a positive int, got '
-                     f'{max_length!r}.')
+def _check_args(model, n_beams, max_length, length_penalty, prompt_length):
+  _decode_utils.check_count(n_beams, 'n_beams', 'beam_search')
+  _decode_utils.check_count(max_length, 'max_length', 'beam_search')
+  if isinstance(length_penalty, bool) or not isinstance(
+      length_penalty, numbers.Real) or not np.isfinite(length_penalty):
+    raise TypeError(f'beam_search: length_penalty must be a finite number '
+                    f'(the exponent alpha; 0 ranks by log-probability '
+                    f'alone), got {length_penalty!r}.')
   bound = _decode_utils.length_limit(model, eval_mode=False)
   if bound is None:
     return
@@ -170,7 +170,7 @@ def beam_search(model, inputs=None, batch_size=1, n_beams=2, start_id=0,
     batch_size: number of sequences searched in parallel.
     n_beams: beams kept per sequence; at most the vocabulary size.
     start_id: the id fed first, or an int array of shape (batch_size, 1).
-    eos_id: the id that finishes a beam (-1: none does).
+    eos_id: the id that finishes a beam (-1 or None: none does).
     max_length: the most tokens generated.
     length_penalty: the exponent alpha of the length normalization.
     accelerate: compile the step with XLA (traced twice: prompt, tokens).
@@ -182,12 +182,15 @@ def beam_search(model, inputs=None, batch_size=1, n_beams=2, start_id=0,
 
   Raises:
     ValueError: on an uninitialized or non-'predict' model, a batch-size
-      mismatch, n_beams above the vocabulary size, or max_length beyond the
-      positions the model has left.
-    TypeError: when `inputs` are not integer token ids.
+      mismatch, batch_size, n_beams or max_length below 1, n_beams above
+      the vocabulary size, or max_length beyond the positions the model has
+      left.
+    TypeError: when `inputs`, `start_id` or `eos_id` are not integer token
+      ids, a count is not an int, or length_penalty is not a number.
   """
   prompt, source = _prompt(model, inputs, batch_size, start_id)
-  _check_args(model, n_beams, max_length, prompt.shape[1])
+  _check_args(model, n_beams, max_length, length_penalty, prompt.shape[1])
+  eos_id = _decode_utils.check_eos_id(eos_id, 'beam_search')
   n_rows = batch_size * n_beams
   flat_state = fastmath.tree_flatten(model.state)
   batch_major = tuple(_batch_major(leaf, batch_size) for leaf in flat_state)

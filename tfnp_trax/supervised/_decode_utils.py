@@ -1,5 +1,7 @@
 """Helpers shared by the samplers in decoding.py and by beam search."""
 
+import math
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -8,7 +10,8 @@ from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 
 __all__ = ['LengthBound', 'structure', 'length_limit', 'check_model',
-           'check_inputs']
+           'check_inputs', 'check_count', 'check_temperature', 'check_eos_id',
+           'start_symbols', 'check_rng']
 
 
 class LengthBound(NamedTuple):
@@ -90,6 +93,93 @@ def check_inputs(inputs, batch_size, fn_name):
         f'{inputs.dtype}. Tokenize the text first, or cast ids with '
         f'.astype(np.int32).')
   return inputs.astype(np.int32)
+
+
+def _is_int(x):
+  return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def check_count(value, name, fn_name):
+  """Raises unless `value` (a batch size, a length) is a positive int.
+
+  Raises:
+    TypeError: `value` is not an int (NumPy ints count; bools do not).
+    ValueError: it is 0 or negative.
+  """
+  if not _is_int(value):
+    raise TypeError(f'{fn_name}: {name} must be a positive int, got '
+                    f'{value!r} ({type(value).__name__}).')
+  if value < 1:
+    raise ValueError(f'{fn_name}: {name} must be a positive int, got '
+                     f'{value}.')
+
+
+def check_temperature(temperature, fn_name):
+  """Raises unless `temperature` is a finite number >= 0 (0: greedy)."""
+  if isinstance(temperature, bool) or not isinstance(temperature,
+                                                     numbers.Real):
+    raise TypeError(f'{fn_name}: temperature must be a number >= 0 (0.0 is '
+                    f'greedy), got {temperature!r} '
+                    f'({type(temperature).__name__}).')
+  if not math.isfinite(temperature) or temperature < 0:
+    raise ValueError(f'{fn_name}: temperature must be >= 0, got '
+                     f'{temperature}. Use 0.0 for greedy decoding, 1.0 to '
+                     f'sample from the model\'s distribution.')
+
+
+def check_eos_id(eos_id, fn_name):
+  """`eos_id` as an int; None (no id ends a sequence) becomes -1.
+
+  A non-integer id would never equal a sampled token, so decoding would
+  silently run to max_length.
+  """
+  if eos_id is None:
+    return -1
+  if isinstance(eos_id, (float, np.floating)) and float(eos_id).is_integer():
+    return int(eos_id)
+  if not _is_int(eos_id):
+    raise TypeError(f'{fn_name}: eos_id must be an int token id (-1 or None '
+                    f'for none), got {eos_id!r} ({type(eos_id).__name__}).')
+  return int(eos_id)
+
+
+def start_symbols(start_id, batch_size, fn_name):
+  """The first ids fed, an int32 `(batch_size, 1)` array, or a clear error.
+
+  Args:
+    start_id: an int, or int ids of shape `(batch_size, 1)` (or
+      `(batch_size,)`).
+    batch_size: the number of sequences.
+    fn_name: the sampler's name, for messages.
+  """
+  if np.isscalar(start_id) or np.ndim(start_id) == 0:
+    value = start_id if np.isscalar(start_id) else np.asarray(start_id).item()
+    whole = (isinstance(value, (float, np.floating)) and
+             float(value).is_integer())
+    if not (_is_int(value) or whole):
+      raise TypeError(f'{fn_name}: start_id must be an int token id or int '
+                      f'ids of shape (batch_size={batch_size}, 1), got '
+                      f'{start_id!r} ({type(start_id).__name__}).')
+    return np.full((batch_size, 1), int(value), dtype=np.int32)
+  ids = np.asarray(start_id)
+  if ids.dtype.kind not in 'iu':
+    raise TypeError(f'{fn_name}: start_id must hold integer token ids, got '
+                    f'dtype {ids.dtype}.')
+  if ids.size != batch_size or ids.ndim > 2:
+    raise ValueError(f'{fn_name}: start_id must be an int or have shape '
+                     f'(batch_size={batch_size}, 1), got shape {ids.shape}.')
+  return ids.astype(np.int32).reshape((batch_size, 1))
+
+
+def check_rng(rng, fn_name):
+  """Raises unless `rng` is None or a key of two int32s (get_prng's)."""
+  if rng is None:
+    return
+  shape = np.shape(rng)
+  if shape != (2,):
+    raise ValueError(f'{fn_name}: rng must be a key of shape (2,) (e.g. '
+                     f'fastmath.random.get_prng(0)), got {rng!r} with shape '
+                     f'{shape}.')
 
 
 def _int_or_none(x):

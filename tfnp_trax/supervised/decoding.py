@@ -110,27 +110,35 @@ def autoregressive_sample_stream(model, inputs=None, batch_size=1,
     eval_min_length: in eval mode, the shortest padded length.
     rng: int32 [2] key for sampling; a fresh random key if None.
 
-  Yields:
-    int32 NumPy arrays of shape (batch_size,).
+  Returns:
+    An endless iterator of int32 NumPy arrays of shape (batch_size,). The
+    arguments are checked when this is called, before any token is made.
 
   Raises:
     ValueError: on an uninitialized or non-'predict' model (without
-      eval_mode), a batch-size mismatch, or when decoding would exceed the
-      model's max_len / max_inference_length.
-    TypeError: when `inputs` are not integer token ids.
+      eval_mode), a batch-size mismatch, batch_size < 1, a negative
+      temperature, a start_id of the wrong size, or (when read) when
+      decoding would exceed the model's max_len / max_inference_length.
+    TypeError: when `inputs` or `start_id` are not integer token ids, or
+      batch_size is not an int.
   """
-  _decode_utils.check_model(model, 'autoregressive_sample', batch_size,
-                            eval_mode)
+  name = 'autoregressive_sample'
+  # Checked when called, not at the first token: a generator would only
+  # fail when first read, away from the call with the wrong argument.
+  _decode_utils.check_count(batch_size, 'batch_size', name)
+  _decode_utils.check_model(model, name, batch_size, eval_mode)
   if inputs is not None:
-    inputs = _decode_utils.check_inputs(inputs, batch_size,
-                                        'autoregressive_sample')
-  if temperature < 0:
-    raise ValueError(f'autoregressive_sample: temperature must be >= 0, got '
-                     f'{temperature}.')
-  if np.isscalar(start_id):
-    symbols = np.full((batch_size, 1), start_id, dtype=np.int32)
-  else:
-    symbols = np.asarray(start_id, dtype=np.int32).reshape((batch_size, 1))
+    inputs = _decode_utils.check_inputs(inputs, batch_size, name)
+  _decode_utils.check_temperature(temperature, name)
+  _decode_utils.check_rng(rng, name)
+  symbols = _decode_utils.start_symbols(start_id, batch_size, name)
+  return _sample_stream(model, inputs, symbols, temperature, accelerate,
+                        eval_mode, eval_min_length, rng)
+
+
+def _sample_stream(model, inputs, symbols, temperature, accelerate,
+                   eval_mode, eval_min_length, rng):
+  """The token stream of `autoregressive_sample_stream`, once checked."""
   two_inputs = model.n_in > 1 and inputs is not None
   if not two_inputs and inputs is not None:
     symbols = np.concatenate([symbols, inputs], axis=1)
@@ -194,16 +202,25 @@ def autoregressive_sample(model, inputs=None, batch_size=1, temperature=1.0,
     temperature: softmax temperature; 0.0 is greedy.
     start_id: the id fed first, or an int array of shape (batch_size, 1).
     eos_id: the end-of-sequence id; sampling stops once every sequence in
-      the batch has produced it (tokens after it are still returned).
-    max_length: the most tokens generated.
+      the batch has produced it (tokens after it are still returned). -1 or
+      None: no early stop.
+    max_length: the most tokens generated (>= 1).
     accelerate: compile each step with `fastmath.jit`.
     eval_mode: recompute the whole prefix each step (see the stream).
     eval_min_length: in eval mode, the shortest padded length.
     rng: int32 [2] key for sampling; a fresh random key if None.
 
   Returns:
-    int32 NumPy array (batch_size, n) with n <= max_length.
+    int32 NumPy array (batch_size, n) with 1 <= n <= max_length.
+
+  Raises:
+    ValueError, TypeError: as `autoregressive_sample_stream`; also for a
+      max_length that is not a positive int, or an eos_id that is not an
+      int (or None: no early stop).
   """
+  _decode_utils.check_count(batch_size, 'batch_size', 'autoregressive_sample')
+  _decode_utils.check_count(max_length, 'max_length', 'autoregressive_sample')
+  eos_id = _decode_utils.check_eos_id(eos_id, 'autoregressive_sample')
   result = []
   eos_seen = np.zeros((batch_size,), dtype=bool)
   for sample in autoregressive_sample_stream(
