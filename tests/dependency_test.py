@@ -55,6 +55,9 @@ TF_ALLOWED = {
                     'tf.distribute, checkpoints) and sample with TFP',
     'tfnp_trax/export': 'SavedModel, Keras and TFLite are TensorFlow formats',
     'tfnp_trax/data': 'input pipelines are tf.data and TFDS, as in Trax',
+    'tfnp_trax/tf_numpy': "it is Trax's module path for TensorFlow NumPy "
+                          'itself (with its float64 switch and device '
+                          'queries)',
 }
 TF_FREE_FIX = ('use tfnp_trax.fastmath instead (jnp, fastmath.random, '
                'fastmath.jit, ...); if this code needs TensorFlow\'s runtime '

@@ -1,8 +1,8 @@
 """supervised: training loops, tasks, checkpoints and learning-rate schedules."""
 
-# The names `trax.supervised` binds. Trax's `Trainer` belongs to its older
-# trainer_lib API, which tfnp_trax does not have; `trainer_lib` and `train`
-# import lazily (below), so `import tfnp_trax` does not import gin.
+# The names `trax.supervised` binds. `trainer_lib` with its `Trainer` and
+# `train` (Trax's older training API) import lazily (below), so that
+# `import tfnp_trax` does not import gin.
 from tfnp_trax.supervised import callbacks
 from tfnp_trax.supervised import decoding
 from tfnp_trax.supervised import lr_schedules
@@ -18,8 +18,8 @@ __all__ = ['callbacks', 'decoding', 'lr_schedules', 'reversible_trainer',
 def __getattr__(name):
   # Trax binds `trainer_lib` and its `train` here; resolving them on first
   # use keeps gin out of `import tfnp_trax`.
-  if name in ('trainer_lib', 'train'):
+  if name in ('trainer_lib', 'train', 'Trainer'):
     import importlib  # pylint: disable=g-import-not-at-top
     module = importlib.import_module('tfnp_trax.supervised.trainer_lib')
-    return module if name == 'trainer_lib' else module.train
+    return module if name == 'trainer_lib' else getattr(module, name)
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -7,6 +7,7 @@ summaries, checkpoints, the chief-only rule and preemption handling live in
 `run_bookkeeping.RunBookkeeping`, which the RL trainers share.
 """
 
+import contextlib
 import collections
 import math
 import random
@@ -260,6 +261,9 @@ class Loop:
   tasks = property(lambda self: self._tasks)
   eval_tasks = property(lambda self: self._eval_tasks)
   output_dir = property(lambda self: self._output_dir)
+  # Trax's attribute, read by subclasses (e.g. `tl.mean_or_pmean(
+  # self._n_devices, loss)` in Trax's early-stopping example).
+  _n_devices = property(lambda self: self._strategy.num_replicas_in_sync)
 
   @property
   def input_signature(self):
@@ -290,7 +294,7 @@ class Loop:
       Preempted: SIGTERM or SIGINT arrived (see the class docstring); the
         checkpoint of the last finished step was written first.
     """
-    with self._books.watch_signals():
+    with self._books.watch_signals(), self._open_summary_writers():
       self._run(n_steps)
 
   def _run(self, n_steps):
@@ -302,9 +306,43 @@ class Loop:
       self._step += 1
       step = self._step
       task_index = self._which_task(step)
+  @contextlib.contextmanager
+  def _open_summary_writers(self):
+    """Opens this run's summary writers, and closes them when it ends.
+
+    Follows trax/supervised/training.py `Loop._open_summary_writers`: each
+    `run` writes new event files (one per task folder), and a subclass that
+    overrides `run` (as Trax's early-stopping example does) opens the
+    writers the same way. On leaving without an error the model layers get
+    the newest trained weights, so code after the block can read them.
+
+    Yields:
+      (train_writers, eval_writers): one writer per TrainTask and EvalTask,
+      the ones `run` logs to; lists of None without an output_dir, as in
+      Trax.
+    """
+    if self._output_dir is None:
+      yield [None] * len(self._tasks), [None] * len(self._eval_tasks)
+      self._sync_model()
+      return
+    self._train_writers = [
+        self._books.summary_writer(d)
+        for d in logs.task_dirs(self._output_dir, self._tasks, 'train')]
+    self._eval_writers = [
+        self._books.summary_writer(d)
+        for d in logs.task_dirs(self._output_dir, self._eval_tasks, 'eval')]
+    writers = self._train_writers + self._eval_writers
+    try:
+      yield list(self._train_writers), list(self._eval_writers)
+      self._sync_model()
+    finally:
+      for writer in writers:
+        writer.close()
+
       if task_index != prev_task_index:
         loss_acc, step_acc = 0.0, 0
-      loss, stats = self._run_one_step(task_index)
+      loss, stats = self._run_one_step(task_index,
+                                       task_index != prev_task_index)
       loss_acc += loss
       step_acc += 1
       for name, value in stats.items():
@@ -337,7 +375,16 @@ class Loop:
     for writer in self._train_writers + self._eval_writers:
       writer.flush()
 
-  def _run_one_step(self, task_index):
+  def _run_one_step(self, task_index, task_changed=False):
+    """Trains one step of task `task_index`; returns (loss, stats).
+
+    Trax's signature (trax/supervised/training.py `Loop._run_one_step`), so
+    subclasses written for Trax call and override it unchanged. Trax uses
+    `task_changed` to copy the shared weights between per-task replicas;
+    here the tasks' trainers share the model's variables, so there is
+    nothing to copy and it is accepted only for that signature.
+    """
+    del task_changed  # The trainers share one set of model variables.
     step = self._step
     for callback in self._callbacks:
       if callback.call_at(step):
@@ -392,6 +439,14 @@ class Loop:
                                               to_tensors(state))
     if self._eval_model is not self._model:
       self._eval_model.weights = self._model.weights
+
+  def _at_lowest(self):
+    """Whether `checkpoint_low_metric`'s newest eval value is its lowest."""
+    return self._at_best(self._checkpoint_low_metric, min)
+
+  def _at_highest(self):
+    """Whether `checkpoint_high_metric`'s newest eval value is its highest."""
+    return self._at_best(self._checkpoint_high_metric, max)
 
   # -- Evaluation and logging -------------------------------------------------
   def run_evals(self, summary_writers=None):
