@@ -12,6 +12,7 @@ import tensorflow as tf
 from tfnp_trax import fastmath
 from tfnp_trax.supervised import _loop_checkpointing as ckpt_lib
 from tfnp_trax.supervised import _loop_logging as logs
+from tfnp_trax.supervised import _loop_progress
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import history as history_lib
 from tfnp_trax.supervised import trax_checkpoints
@@ -61,8 +62,10 @@ def _manager(loop, directory):
   found = ckpt_lib.find_checkpoint_dir(directory)
   if found is None:
     return None
+  # A reader: that folder's writer may be running, so it is left alone.
   return checkpoints.CheckpointManager(found, loop._variables, loop._shapes,
-                                       keep=loop._keep_checkpoints)
+                                       keep=loop._keep_checkpoints,
+                                       writer=False)
 
 
 def load_checkpoint(loop, directory, filename):
@@ -109,10 +112,32 @@ def load_checkpoint(loop, directory, filename):
   loop._step = int(variables.step.numpy())
   loop._seed = int(variables.seed.numpy())
   _fast_forward(loop, [int(v.numpy()) for v in variables.positions])
+  loop._progress, eval_positions = _loop_progress.Progress.from_dict(
+      manifest['extra'].get(_loop_progress.KEY))
+  _fast_forward_evals(loop, eval_positions)
   loop._trainers.active = 0  # Checkpoints hold the same body in every task.
   loop._sync_model()
   logs.log(f'Resumed from {manifest["path"]} at step {loop._step}.')
+  if manager is loop._ckpt:
+    loop._books.recover_permanent(loop._permanent_checkpoint_at)
+  if loop._progress.pending:
+    # Killed after this step's checkpoint, before its logs reached it.
+    logs.log(f'Finishing the evals and logs of step {loop._step}, which '
+             f'the stopped run had not saved.', stdout=False)
+    loop._finish_step(loop._step, loop._which_task(loop._step))
   return loop._step
+
+
+def _fast_forward_evals(loop, positions):
+  """Moves the eval streams to where the checkpointed run had read them."""
+  for evaluator, position in zip(loop._evaluators, positions):  # pylint: disable=protected-access
+    stream = evaluator._stream  # pylint: disable=protected-access
+    if position < stream.position:
+      logs.log(f'Loop.load_checkpoint: the eval data is already past batch '
+               f'{position}; evals go on from batch {stream.position}.',
+               stdout=False)
+      continue
+    stream.fast_forward(position)
 
 
 def _load_trax_checkpoint(loop, path):

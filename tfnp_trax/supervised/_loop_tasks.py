@@ -1,6 +1,7 @@
 """TrainTask and EvalTask: what Loop trains on and what it measures."""
 
 import itertools
+import numbers
 
 import tensorflow as tf
 
@@ -32,6 +33,17 @@ def _peek(task, labeled_data):
   return sample, labeled_data  # A re-iterable: nothing was consumed.
 
 
+def _check_period(task, arg, value, meaning, unit='steps'):
+  """A count must be a positive integer (or None where `meaning` says)."""
+  if value is None and meaning:
+    return
+  if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or
+      value < 1):
+    never = f', or None for {meaning}' if meaning else ''
+    raise ValueError(f'{task}: {arg} must be a positive integer (a number of '
+                     f'{unit}{never}), got {value!r}.')
+
+
 class TrainTask:
   """A training task: labeled data, a loss layer and an optimizer.
 
@@ -57,6 +69,13 @@ class TrainTask:
                n_steps_per_checkpoint=100,
                n_steps_per_permanent_checkpoint=None, loss_name=None,
                sample_batch=None, export_prefix=None):
+    # Trax takes None as "never"; 0 failed at the second step (a modulo by
+    # zero) and a negative period silently checkpointed every |n| steps.
+    _check_period('TrainTask', 'n_steps_per_checkpoint',
+                  n_steps_per_checkpoint, 'no periodic checkpoints')
+    _check_period('TrainTask', 'n_steps_per_permanent_checkpoint',
+                  n_steps_per_permanent_checkpoint,
+                  'no permanent checkpoints')
     if sample_batch is None:
       sample_batch, labeled_data = _peek('TrainTask', labeled_data)
     self._labeled_data = labeled_data
@@ -110,6 +129,11 @@ class EvalTask:
   def __init__(self, labeled_data, metrics, metric_names=None,
                n_eval_batches=1, sample_batch=None, export_prefix=None):
     self._metrics = list(metrics)
+    if not self._metrics:
+      raise ValueError('EvalTask: metrics is empty; give at least one metric '
+                       'layer, e.g. metrics=[tl.WeightedCategoryAccuracy()].')
+    _check_period('EvalTask', 'n_eval_batches', n_eval_batches, None,
+                  unit='batches per eval')
     self._metric_names = list(metric_names or
                               [m.name for m in self._metrics])
     if len(self._metric_names) != len(self._metrics):

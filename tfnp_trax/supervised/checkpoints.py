@@ -11,6 +11,14 @@ with a warning and the previous good one is used.
 A write that fails (a full disk, an I/O error, a read-only folder) raises
 `CheckpointWriteError` naming the folder and the OS error; it leaves no
 partial checkpoint under a final name and deletes no earlier checkpoint.
+
+A writer killed mid-write (SIGKILL, a power cut) leaves at most a hidden
+`.tmp-*` folder, a hidden `.old-*` folder (a named checkpoint being
+replaced) or a hidden manifest temp file. They never match a checkpoint
+name; the folder's writer removes them when it starts (a `.old-*` folder
+whose checkpoint vanished is put back, as the complete previous version).
+The manifest carries a SHA-256 of itself, so a damaged manifest is caught
+on read like a damaged data file.
 """
 
 import errno
@@ -31,6 +39,11 @@ __all__ = ['CheckpointInfo', 'CheckpointManager', 'CheckpointMismatchError',
 
 _NAME = re.compile(r'^ckpt-(\d+)(-permanent)?$')
 _MANIFEST = 'manifest.json'
+# Hidden leftovers of an interrupted writer (see the module docstring).
+_TMP_PREFIX = '.tmp-'
+_OLD = re.compile(r'^\.old-(.+)-[0-9a-f]{8}$')
+_MANIFEST_TMP = re.compile(r'^\.' + re.escape(_MANIFEST) + r'\.[0-9a-f]{8}$')
+_CHECKSUM = 'manifest_sha256'
 
 
 class CheckpointMismatchError(ValueError):
@@ -90,6 +103,27 @@ def _warn(message):
   warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
+def _fsync_file(path):
+  with open(path, 'rb') as f:
+    os.fsync(f.fileno())
+
+
+def _digest(manifest):
+  """SHA-256 of `manifest` without its own checksum, in a canonical form."""
+  body = {k: v for k, v in manifest.items() if k != _CHECKSUM}
+  return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _write_manifest(path, manifest):
+  """Writes `manifest` with its checksum to `path` and fsyncs it."""
+  manifest = dict(manifest)
+  manifest[_CHECKSUM] = _digest(manifest)
+  with open(path, 'w') as f:
+    json.dump(manifest, f)
+    f.flush()
+    os.fsync(f.fileno())
+
+
 def _fsync_dir(path):
   fd = os.open(path, os.O_RDONLY)
   try:
@@ -107,9 +141,14 @@ class CheckpointManager:
     shapes_manifest: dict name -> list of (weight_name, shape) describing
       the model, checked on restore so a mismatch names the weight.
     keep: how many recent non-permanent checkpoints to keep.
+    writer: whether this process is the folder's one writer (the chief
+      under several workers). The writer removes what an interrupted
+      earlier writer left behind (see `clean_stale`) as it starts; a
+      reader leaves the folder alone, since its writer may be running.
   """
 
-  def __init__(self, directory, variables, shapes_manifest, keep=3):
+  def __init__(self, directory, variables, shapes_manifest, keep=3,
+               writer=True):
     self._dir = directory
     self._variables = variables
     self._shapes = shapes_manifest
@@ -117,6 +156,8 @@ class CheckpointManager:
     tf.io.gfile.makedirs(directory)
     self._ckpt = tf.train.Checkpoint(**{
         k: _VarList(v) for k, v in variables.items()})
+    if writer:
+      self.clean_stale()
 
   @property
   def directory(self):
@@ -141,6 +182,78 @@ class CheckpointManager:
     """The folder of the checkpoint called `name` (numbered or named)."""
     return os.path.join(self._dir, name)
 
+  def clean_stale(self):
+    """Removes what a writer killed mid-write left; returns what it did.
+
+    `.tmp-*` folders (unfinished checkpoints) and manifest temp files are
+    deleted. A `.old-<name>-*` folder is a complete checkpoint that was
+    being replaced: it is deleted when `<name>` exists, else renamed back
+    to `<name>` (the kill came between the two renames). Only the folder's
+    one writer may call this: a running writer's temp files look the same.
+
+    Returns:
+      A list of `(action, path)`, action 'removed' or 'restored'.
+    """
+    done = []
+    for entry in sorted(os.listdir(self._dir)):
+      path = os.path.join(self._dir, entry)
+      old = _OLD.match(entry)
+      if entry.startswith(_TMP_PREFIX):
+        shutil.rmtree(path, ignore_errors=True)
+        done.append(('removed', path))
+      elif old and os.path.exists(os.path.join(self._dir, old.group(1))):
+        shutil.rmtree(path, ignore_errors=True)
+        done.append(('removed', path))
+      elif old:
+        os.rename(path, os.path.join(self._dir, old.group(1)))
+        done.append(('restored', os.path.join(self._dir, old.group(1))))
+      elif os.path.isdir(path) and not entry.startswith('.'):
+        for inner in os.listdir(path):
+          if _MANIFEST_TMP.match(inner):
+            os.remove(os.path.join(path, inner))
+            done.append(('removed', os.path.join(path, inner)))
+    if done:
+      _fsync_dir(self._dir)
+      logging.info('CheckpointManager: cleaned up after an interrupted '
+                   'writer in %s: %s', self._dir, done)
+    return done
+
+  def copy(self, path, permanent=False, name=None):
+    """Atomically copies the verified checkpoint at `path`; returns the copy.
+
+    The copy is what `save` would have written from the same variables:
+    used to make a permanent checkpoint that a kill prevented from the
+    rotating checkpoint of the same step.
+
+    Args:
+      path: a checkpoint folder; its files must match its manifest.
+      permanent: name the copy `ckpt-<step>-permanent`.
+      name: or name it `name` (see `save`).
+
+    Raises:
+      IOError: `path` is missing or corrupt.
+      CheckpointWriteError: the copy could not be written.
+    """
+    manifest = self._verify(path)
+    name = name or f'ckpt-{manifest["step"]}' + (
+        '-permanent' if permanent else '')
+    final = os.path.join(self._dir, name)
+    tmp = os.path.join(self._dir, f'{_TMP_PREFIX}{name}-{uuid.uuid4().hex[:8]}')
+    try:
+      os.makedirs(tmp)
+      for f in list(manifest['sha256']) + [_MANIFEST]:
+        shutil.copyfile(os.path.join(path, f), os.path.join(tmp, f))
+        _fsync_file(os.path.join(tmp, f))
+      self._verify(tmp)  # The copy is checked before it gets its name.
+      _replace_dir(tmp, final)
+      _fsync_dir(self._dir)
+    except (OSError, tf.errors.OpError) as e:
+      raise self._write_error(name, e) from e
+    finally:
+      if os.path.exists(tmp):
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
   def save(self, step, extra=None, permanent=False, name=None):
     """Writes checkpoint `step` atomically; prunes old ones. Returns path.
 
@@ -156,24 +269,20 @@ class CheckpointManager:
                        f'plain folder name not of the form ckpt-<step>.')
     name = name or f'ckpt-{step}' + ('-permanent' if permanent else '')
     final = os.path.join(self._dir, name)
-    tmp = os.path.join(self._dir, f'.tmp-{name}-{uuid.uuid4().hex[:8]}')
+    tmp = os.path.join(self._dir, f'{_TMP_PREFIX}{name}-{uuid.uuid4().hex[:8]}')
     try:
       os.makedirs(tmp)
       self._ckpt.write(os.path.join(tmp, 'state'))
       files = sorted(f for f in os.listdir(tmp))
+      for f in files:
+        _fsync_file(os.path.join(tmp, f))
       manifest = {
           'step': int(step),
           'extra': extra or {},
           'shapes': self._shapes,
           'sha256': {f: _sha256(os.path.join(tmp, f)) for f in files},
       }
-      with open(os.path.join(tmp, _MANIFEST), 'w') as f:
-        json.dump(manifest, f)
-        f.flush()
-        os.fsync(f.fileno())
-      for f in files:
-        with open(os.path.join(tmp, f), 'rb+') as fh:
-          os.fsync(fh.fileno())
+      _write_manifest(os.path.join(tmp, _MANIFEST), manifest)
       _replace_dir(tmp, final)
       _fsync_dir(self._dir)
     except (OSError, tf.errors.OpError) as e:
@@ -207,6 +316,11 @@ class CheckpointManager:
         # An IOError, so restore_latest falls back to an older checkpoint.
         raise IOError(f'manifest {path}/{_MANIFEST} is corrupt or truncated '
                       f'({e})') from e
+    # Manifests written before the self-checksum existed have none.
+    if _CHECKSUM in manifest and manifest[_CHECKSUM] != _digest(manifest):
+      raise IOError(f'manifest {path}/{_MANIFEST} does not match its '
+                    f'checksum (corrupt)')
+    manifest.pop(_CHECKSUM, None)
     for fname, digest in manifest['sha256'].items():
       fpath = os.path.join(path, fname)
       if not os.path.exists(fpath):
@@ -238,10 +352,7 @@ class CheckpointManager:
     manifest['extra'] = extra
     tmp = os.path.join(path, f'.{_MANIFEST}.{uuid.uuid4().hex[:8]}')
     try:
-      with open(tmp, 'w') as f:
-        json.dump(manifest, f)
-        f.flush()
-        os.fsync(f.fileno())
+      _write_manifest(tmp, manifest)
       os.replace(tmp, os.path.join(path, _MANIFEST))
       _fsync_dir(path)
     except OSError as e:

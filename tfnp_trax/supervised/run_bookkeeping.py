@@ -15,8 +15,10 @@ Example:
   0.5
 """
 
+import numbers
 import os
 import signal
+import uuid
 import warnings
 
 from absl import logging
@@ -58,11 +60,19 @@ class RunBookkeeping:
     if checkpoint_errors not in CHECKPOINT_ERRORS:
       raise ValueError(f'{owner}: checkpoint_errors must be one of '
                        f'{CHECKPOINT_ERRORS}, got {checkpoint_errors!r}.')
+    if (not isinstance(keep_checkpoints, numbers.Integral) or
+        isinstance(keep_checkpoints, bool) or keep_checkpoints < 0):
+      raise ValueError(
+          f'{owner}: keep_checkpoints must be an integer >= 0 (how many '
+          f'rotating checkpoints to keep; 0 keeps all), got '
+          f'{keep_checkpoints!r}.')
     self.owner = owner
     self.output_dir = (os.path.expanduser(output_dir)
                        if output_dir is not None else None)
     self.strategy = strategy or tf.distribute.get_strategy()
     self.is_chief = distribute.is_chief(self.strategy)
+    if self.output_dir is not None and self.is_chief:
+      _check_writable(owner, self.output_dir)
     self.keep_checkpoints = keep_checkpoints
     self.checkpoint_errors = checkpoint_errors
     self.step = 0
@@ -104,9 +114,11 @@ class RunBookkeeping:
     if self.output_dir is None:
       return
     tf.io.gfile.makedirs(self.output_dir)
+    # Only the chief writes checkpoints, so only it may clean up after an
+    # interrupted write: another worker would race the chief's own temps.
     self.manager = checkpoints.CheckpointManager(
         self.checkpoint_dir, variables, shapes_manifest,
-        keep=self.keep_checkpoints)
+        keep=self.keep_checkpoints, writer=self.is_chief)
 
   @property
   def checkpoint_dir(self):
@@ -181,7 +193,7 @@ class RunBookkeeping:
     Trax writes a step's checkpoint before its evals; once they are in
     the History, the checkpoints of that step get it too.
     """
-    if self.manager is None:
+    if self.manager is None or not self.is_chief:
       return
     for path in self.saved_at(self.step):
       try:
@@ -190,10 +202,60 @@ class RunBookkeeping:
         self._failed(e)
 
   def restore(self, manifest):
-    """Takes the step and History from a restored checkpoint's manifest."""
+    """Takes the step and History from a restored checkpoint's manifest.
+
+    The numbered checkpoints of that step count as written at it (so a
+    later `refresh_extra` or `stop` at this step uses them).
+    """
     self.step = int(manifest['step'])
     self.history = history_lib.History.from_dict(
         manifest['extra'].get('history', {}))
+    where = manifest.get('path')
+    own = (self.manager is not None and where is not None and
+           os.path.abspath(os.path.dirname(where)) ==
+           os.path.abspath(self.manager.directory))
+    if own and self.is_chief:
+      paths = [c.path for c in self.manager.list() if c.step == self.step]
+      self._written = (self.step, paths)
+
+  def recover_permanent(self, is_permanent):
+    """Writes the permanent checkpoints a kill prevented; returns them.
+
+    A permanent checkpoint is written right after the rotating one of its
+    step, so a kill in between leaves `ckpt-<step>` without
+    `ckpt-<step>-permanent`. Its content is exactly the rotating one's, so
+    the copy is what the lost write would have produced. Steps whose
+    rotating checkpoint is gone cannot be recovered (a kill cannot cause
+    that: the rotating one is pruned only after later checkpoints).
+
+    Args:
+      is_permanent: step -> bool, the owner's `permanent_checkpoint_at`.
+    """
+    if self.manager is None or not self.is_chief:
+      return []
+    found = self.manager.list()
+    have = {c.step for c in found if c.permanent}
+    made = []
+    for c in found:
+      if c.permanent or c.step in have or c.step > self.step:
+        continue
+      if not is_permanent(c.step):
+        continue
+      try:
+        path = self.manager.copy(c.path, permanent=True)
+      except checkpoints.CheckpointWriteError as e:
+        self._failed(e)
+        continue
+      except IOError as e:  # A corrupt rotating one: nothing to copy.
+        _say(f'{self.owner}: permanent checkpoint of step {c.step} is '
+             f'missing and {c.path} is unusable ({e}); not recovered.')
+        continue
+      _say(f'{self.owner}: wrote the missing permanent checkpoint {path} '
+           f'from {c.path}.')
+      if c.step == self.step == self._written[0]:
+        self._written[1].append(path)
+      made.append(path)
+    return made
 
   # -- Preemption ----------------------------------------------------------------
   def watch_signals(self):
@@ -260,6 +322,31 @@ class _Watching:
       books._watching = False  # pylint: disable=protected-access
       books._watch.__exit__(*exc_info)  # pylint: disable=protected-access
     return False
+
+
+def _check_writable(owner, output_dir):
+  """Raises CheckpointWriteError unless `output_dir` is a writable folder.
+
+  Checked when the run is set up, so a wrong path fails before a model is
+  built or a step is run, not at the first checkpoint.
+  """
+  if '://' in output_dir:  # A remote filesystem: its own client checks.
+    return
+  probe = os.path.join(output_dir, f'.write-probe-{uuid.uuid4().hex[:8]}')
+  try:
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+      raise NotADirectoryError(20, 'Not a directory (it is a file)',
+                               output_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    with open(probe, 'w'):
+      pass
+    os.remove(probe)
+  except OSError as e:
+    raise checkpoints.CheckpointWriteError(
+        f'{owner}: output_dir {output_dir!r} must be a writable folder, but '
+        f'{e.strerror or e} ({type(e).__name__}). Pass a folder this '
+        f'process may create and write in, or output_dir=None to write '
+        f'nothing.', output_dir, None, str(e), e.errno) from e
 
 
 def _json_safe(tree):

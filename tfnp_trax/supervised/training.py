@@ -8,7 +8,6 @@ summaries, checkpoints, the chief-only rule and preemption handling live in
 """
 
 import contextlib
-import collections
 import math
 import random
 import time
@@ -22,6 +21,7 @@ from tfnp_trax.supervised import _inputs
 from tfnp_trax.supervised import _loop_checkpointing as ckpt_lib
 from tfnp_trax.supervised import _loop_evals
 from tfnp_trax.supervised import _loop_logging as logs
+from tfnp_trax.supervised import _loop_progress
 from tfnp_trax.supervised import _loop_resume
 from tfnp_trax.supervised import _loop_reversible
 from tfnp_trax.supervised import _loop_tasks
@@ -147,6 +147,14 @@ class Loop:
       eval_tasks, eval_at = [], _never
     elif not isinstance(eval_tasks, (list, tuple)):
       eval_tasks = [eval_tasks]
+    for arg, value in (('checkpoint_at', checkpoint_at),
+                       ('permanent_checkpoint_at', permanent_checkpoint_at),
+                       ('eval_at', eval_at), ('which_task', which_task)):
+      # False means the default, as in Trax (`checkpoint_at or ...`).
+      if value is not None and value is not False and not callable(value):
+        raise TypeError(f'Loop: {arg} must be a function of the step number '
+                        f'(e.g. lambda step: step % 100 == 0), got '
+                        f'{type(value).__name__} {value!r}.')
     self._tasks = tasks
     self._eval_tasks = list(eval_tasks)
     self._model = model
@@ -219,6 +227,7 @@ class Loop:
     self._variables, self._shapes = ckpt_lib.variable_groups(
         self._trainers, self._loop_vars)
     self._keep_checkpoints = keep_checkpoints
+    self._progress = _loop_progress.Progress()
     if self._output_dir is not None:
       self._books.track(self._variables, self._shapes)
       self.load_checkpoint()
@@ -252,6 +261,9 @@ class Loop:
                   doc='The number of training steps done so far.')
   history = property(lambda self: self._books.history,
                      doc='The History of logged training and eval values.')
+  # Trax's attribute, read by subclasses (e.g. `tl.mean_or_pmean(
+  # self._n_devices, loss)` in Trax's early-stopping example).
+  _n_devices = property(lambda self: self._strategy.num_replicas_in_sync)
   n_devices = property(lambda self: self._strategy.num_replicas_in_sync,
                        doc='How many replicas train the model.')
   is_chief = property(lambda self: self._books.is_chief,
@@ -261,9 +273,6 @@ class Loop:
   tasks = property(lambda self: self._tasks)
   eval_tasks = property(lambda self: self._eval_tasks)
   output_dir = property(lambda self: self._output_dir)
-  # Trax's attribute, read by subclasses (e.g. `tl.mean_or_pmean(
-  # self._n_devices, loss)` in Trax's early-stopping example).
-  _n_devices = property(lambda self: self._strategy.num_replicas_in_sync)
 
   @property
   def input_signature(self):
@@ -297,15 +306,6 @@ class Loop:
     with self._books.watch_signals(), self._open_summary_writers():
       self._run(n_steps)
 
-  def _run(self, n_steps):
-    loss_acc, step_acc = 0.0, 0
-    metrics_acc = collections.defaultdict(float)
-    start_time = time.time()
-    for _ in range(n_steps):
-      prev_task_index = self._which_task(self._step)
-      self._step += 1
-      step = self._step
-      task_index = self._which_task(step)
   @contextlib.contextmanager
   def _open_summary_writers(self):
     """Opens this run's summary writers, and closes them when it ends.
@@ -339,41 +339,63 @@ class Loop:
       for writer in writers:
         writer.close()
 
+  def _run(self, n_steps):
+    progress = self._progress
+    if not progress.keep:  # Trax's run starts new sums; a resumed one not.
+      progress.reset()
+    progress.keep = False
+    progress.start_time = time.time()
+    for _ in range(n_steps):
+      prev_task_index = self._which_task(self._step)
+      self._step += 1
+      step = self._step
+      task_index = self._which_task(step)
       if task_index != prev_task_index:
-        loss_acc, step_acc = 0.0, 0
+        progress.reset_loss()
       loss, stats = self._run_one_step(task_index,
                                        task_index != prev_task_index)
-      loss_acc += loss
-      step_acc += 1
-      for name, value in stats.items():
-        metrics_acc[name] += value
+      progress.add(loss, stats)
+      progress.pending = True  # Saved so a resumed run finishes this step.
       if self._checkpoint_at(step):
         self.save_checkpoint('model')
       if self._permanent_checkpoint_at(step):
         self.save_checkpoint(f'model_{step}')
-      if self._eval_at(step):
-        self._log_training_progress(
-            self._tasks[task_index], loss_acc, step_acc,
-            time.time() - start_time, metrics_acc,
-            self._train_writers[task_index])
-        self.run_evals(self._eval_writers)
-        self._refresh_history_in_checkpoints(step)
-        loss_acc, step_acc = 0.0, 0
-        metrics_acc = collections.defaultdict(float)
-        start_time = time.time()
-      if self._checkpoint_at(step):
-        if self._checkpoint_low_metric is not None and self._at_best(
-            self._checkpoint_low_metric, min):
-          self.save_checkpoint(f'lowest_{self._checkpoint_low_metric}')
-        if self._checkpoint_high_metric is not None and self._at_best(
-            self._checkpoint_high_metric, max):
-          self.save_checkpoint(f'highest_{self._checkpoint_high_metric}')
+      self._finish_step(step, task_index)
       if self._books.stop_requested():
         self._sync_model()
         self._books.stop(self.save_checkpoint)
     self._sync_model()
     for writer in self._train_writers + self._eval_writers:
       writer.flush()
+
+  def _finish_step(self, step, task_index):
+    """A step's phase after its checkpoints: logs, evals, best checkpoints.
+
+    A resumed run whose checkpoint was written before this phase ended
+    runs it again (from the saved sums, on the same eval batches), so no
+    step's entries are lost to a kill.
+    """
+    progress = self._progress
+    logged = self._eval_at(step)
+    if logged:
+      self._log_training_progress(
+          self._tasks[task_index], progress.loss, progress.n_steps,
+          time.time() - progress.start_time, progress.metrics,
+          self._train_writers[task_index])
+      self.run_evals(self._eval_writers)
+      progress.reset()
+    progress.pending = False
+    if self._checkpoint_at(step):
+      if self._checkpoint_low_metric is not None and self._at_best(
+          self._checkpoint_low_metric, min):
+        self.save_checkpoint(f'lowest_{self._checkpoint_low_metric}')
+      if self._checkpoint_high_metric is not None and self._at_best(
+          self._checkpoint_high_metric, max):
+        self.save_checkpoint(f'highest_{self._checkpoint_high_metric}')
+    if logged:
+      # Last, so a kill before it leaves the step pending and a resumed run
+      # redoes all of the above.
+      self._refresh_history_in_checkpoints(step)
 
   def _run_one_step(self, task_index, task_changed=False):
     """Trains one step of task `task_index`; returns (loss, stats).
@@ -418,6 +440,14 @@ class Loop:
       callback.on_step_end(step)
     return loss, stats
 
+  def _at_lowest(self):
+    """Whether `checkpoint_low_metric`'s newest eval value is its lowest."""
+    return self._at_best(self._checkpoint_low_metric, min)
+
+  def _at_highest(self):
+    """Whether `checkpoint_high_metric`'s newest eval value is its highest."""
+    return self._at_best(self._checkpoint_high_metric, max)
+
   def _at_best(self, metric, best):
     values = [float(v) for _, v in self._history.get('eval',
                                                      f'metrics/{metric}')]
@@ -439,14 +469,6 @@ class Loop:
                                               to_tensors(state))
     if self._eval_model is not self._model:
       self._eval_model.weights = self._model.weights
-
-  def _at_lowest(self):
-    """Whether `checkpoint_low_metric`'s newest eval value is its lowest."""
-    return self._at_best(self._checkpoint_low_metric, min)
-
-  def _at_highest(self):
-    """Whether `checkpoint_high_metric`'s newest eval value is its highest."""
-    return self._at_best(self._checkpoint_high_metric, max)
 
   # -- Evaluation and logging -------------------------------------------------
   def run_evals(self, summary_writers=None):
@@ -547,7 +569,8 @@ class Loop:
       var.assign(stream.position)
     self._loop_vars.seed.assign(self._seed)
     permanent, name = ckpt_lib.checkpoint_name(basename, self._step)
-    path = self._books.save(permanent=permanent, name=name)
+    path = self._books.save(extra=self._checkpoint_extra(),
+                            permanent=permanent, name=name)
     if path is not None:
       logs.log(f'Checkpoint saved in {path}', stdout=False)
     return path
@@ -559,7 +582,12 @@ class Loop:
     them; here the manifest is updated atomically once they are logged.
     """
     if step == self._step:
-      self._books.refresh_extra()
+      self._books.refresh_extra(self._checkpoint_extra())
+
+  def _checkpoint_extra(self):
+    """The manifest's Loop entries: the running sums and eval positions."""
+    positions = [e._stream.position for e in self._evaluators]  # pylint: disable=protected-access
+    return {_loop_progress.KEY: self._progress.to_dict(positions)}
 
   def load_checkpoint(self, directory=None, filename=None):
     """Restores weights, slots, state, step, history and data positions.
