@@ -118,6 +118,35 @@ CASES = [
     Case('data_bucket_dict_examples_dataset',
          _first(lambda: data.BucketByLength([4], [2, 2]), _dict_dataset),
          TypeError, r'BucketByLength: ' + _DICT_MESSAGE),
+    Case('data_filter_min_above_max',
+         lambda: data.FilterByLength(max_length=2, min_length=5), ValueError,
+         r'FilterByLength: min_length \(5\) is greater than max_length '
+         r'\(2\), so no example can pass'),
+    Case('data_filter_length_keys_a_string',
+         lambda: data.FilterByLength(8, length_keys='inputs'), TypeError,
+         r"FilterByLength: length_keys must be a list of example positions "
+         r"\(ints\), e.g. \[0\] or \[0, 1\], got 'inputs'"),
+    Case('data_bucket_length_keys_an_int',
+         lambda: data.BucketByLength([4], [2, 2], length_keys=1), TypeError,
+         r'BucketByLength: length_keys must be a list of example positions'),
+    Case('data_truncate_negative_size',
+         lambda: data.TruncateToLength({0: (-2,)}), ValueError,
+         r'TruncateToLength: len_map\[0\] is \(-2,\); its sizes must be '
+         r'ints >= 0'),
+    Case('data_truncate_len_map_a_list',
+         lambda: data.TruncateToLength([(256,)]), TypeError,
+         r'TruncateToLength: len_map must be a dict from example position to '
+         r'shape'),
+    # -- Other steps -----------------------------------------------------------
+    Case('data_log_every_zero_examples', lambda: data.Log(0), ValueError,
+         r'Log: n_steps_per_example must be positive, got 0'),
+    Case('data_append_value_key_out_of_range',
+         _first(lambda: data.AppendValue({5: [1]})), ValueError,
+         r'AppendValue: val has key 5, but examples have 2 value\(s\)'),
+    Case('data_append_value_key_out_of_range_dataset',
+         _first(lambda: data.AppendValue({5: [1]}),
+                lambda: data.to_dataset(_pairs())), ValueError,
+         r'AppendValue: val has key 5, but examples have 2 value\(s\)'),
     # -- Shuffle ---------------------------------------------------------------
     Case('data_shuffle_float_queue', lambda: data.Shuffle(2.5), TypeError,
          r'Shuffle: queue_size must be an int number of examples \(>= 1\), '
@@ -178,6 +207,12 @@ CASES = [
     Case('data_char_detokenize_below_reserved_ids',
          lambda: data.detokenize([1], vocab_type='char', n_reserved_ids=2),
          ValueError, r'ByteTextEncoder: id -1 is not a byte id'),
+    Case('data_sentencepiece_detokenize_negative_id',
+         lambda: data.detokenize([3], vocab_type='sentencepiece',
+                                 vocab_dir='tests/testdata/trax_vocab',
+                                 vocab_file='sentencepiece.model',
+                                 n_reserved_ids=5), ValueError,
+         r'SentencePieceVocabulary: cannot decode id -2: piece ids are >= 0'),
     Case('data_bert_decode_id_beyond_vocab', _bert_decode([2, 7]),
          ValueError, r'BertEncoder.decode: id 7 is not in the vocabulary of '
          r'3 tokens \(ids 0..2\)'),

@@ -49,6 +49,17 @@ def _beam(**kwargs):
   return lambda: decoding.beam_search(_lm(), accelerate=False, **kwargs)
 
 
+def _transformer():
+  """An encoder-decoder: it takes (source, tokens)."""
+  if 'transformer' not in _LM:
+    model = models.Transformer(10, d_model=8, d_ff=16, n_encoder_layers=1,
+                               n_decoder_layers=1, n_heads=2, max_len=16,
+                               mode='predict')
+    model.init((SD((1, 4), np.int32), SD((1, 1), np.int32)))
+    _LM['transformer'] = model
+  return _LM['transformer']
+
+
 def _mlp():
   model = tl.Serial(tl.Dense(4), tl.Relu(), tl.Dense(3))
   model.init(SD((2, 5), F32))
@@ -115,7 +126,18 @@ CASES = [
     Case('decode_rng_an_int_seed', _sample(rng=7), ValueError,
          r'autoregressive_sample: rng must be a key of shape \(2,\) \(e.g. '
          r'fastmath.random.get_prng\(0\)\), got 7'),
+    Case('decode_encoder_decoder_without_source',
+         lambda: decoding.autoregressive_sample(_transformer(), max_length=2,
+                                                accelerate=False),
+         ValueError, r'autoregressive_sample: model Serial takes 2 inputs '
+         r'\(the source sequence, then the tokens decoded so far\), but '
+         r'inputs is None'),
     # -- beam_search ----------------------------------------------------------
+    Case('beam_encoder_decoder_without_source',
+         lambda: decoding.beam_search(_transformer(), max_length=2,
+                                      accelerate=False),
+         ValueError, r'beam_search: model Serial takes 2 inputs .*but inputs '
+         r'is None. Pass the source ids as inputs='),
     Case('beam_max_length_zero', _beam(max_length=0), ValueError,
          r'beam_search: max_length must be a positive int, got 0'),
     Case('beam_batch_size_zero', _beam(batch_size=0), ValueError,

@@ -413,6 +413,9 @@ def Log(n_steps_per_example=1, only_shapes=True):  # pylint: disable=invalid-nam
 
   On a Dataset, it prints with `tf.print` from inside the pipeline.
   """
+  # Checked here: a 0 would fail (modulo by zero) only at the first example.
+  check_batch_size(n_steps_per_example, 'Log', 'n_steps_per_example')
+
   def python_fn(stream):
     for counter, example in enumerate(stream):
       if counter % n_steps_per_example == 0:
@@ -509,9 +512,16 @@ def AppendValue(val=None):  # pylint: disable=invalid-name
     val: a dict from example position to the values to append; for a bare
       array example, `val[0]` is appended.
   """
+  def check_keys(arity):
+    for key in (val or {}):
+      if not -arity <= key < arity:
+        raise ValueError(f'AppendValue: val has key {key}, but examples have '
+                         f'{arity} value(s); keys are example positions.')
+
   def python_fn(generator):
     for example in generator:
       if isinstance(example, tuple):
+        check_keys(len(example))
         example = list(example)
         for key, value in (val or {}).items():
           example[key] = np.append(example[key], value, -1)
@@ -525,6 +535,8 @@ def AppendValue(val=None):  # pylint: disable=invalid-name
   def dataset_fn(ds):
     specs = ds.element_spec
     specs = specs if isinstance(specs, tuple) else (specs,)
+    if isinstance(ds.element_spec, tuple):
+      check_keys(len(specs))
     items = (val or {}).items() if isinstance(ds.element_spec, tuple) else (
         [(0, val[0])])
     extra = {}

@@ -36,6 +36,18 @@ def _dict_error(where, keys, length_keys):
       f'Turn dicts into tuples first, e.g. data.TFDS(..., keys=(...)).')
 
 
+def _checked_length_keys(length_keys, where):
+  """`length_keys` (default [0, 1]) as a list of int positions."""
+  keys = length_keys or [0, 1]
+  if not isinstance(keys, (list, tuple)) or not all(
+      isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+      for k in keys):
+    raise TypeError(f'{where}: length_keys must be a list of example '
+                    f'positions (ints), e.g. [0] or [0, 1], got '
+                    f'{length_keys!r}.')
+  return [int(k) for k in keys]
+
+
 def length_fn(example, length_axis, length_keys, where='length'):
   """Largest size along `length_axis` over the values at `length_keys`."""
   if isinstance(example, dict):
@@ -96,7 +108,13 @@ def FilterByLength(max_length, min_length=0,  # pylint: disable=invalid-name
   """
   if max_length is None and min_length is None:
     raise ValueError('FilterByLength: give max_length or min_length.')
-  length_keys = length_keys or [0, 1]
+  if (max_length is not None and min_length is not None and
+      min_length > max_length):
+    # Every example would be dropped: an endless stream would never yield.
+    raise ValueError(f'FilterByLength: min_length ({min_length}) is greater '
+                     f'than max_length ({max_length}), so no example can '
+                     f'pass; swap them, or lower min_length.')
+  length_keys = _checked_length_keys(length_keys, 'FilterByLength')
 
   def keep(length):
     return ((max_length is None or length <= max_length) and
@@ -198,11 +216,18 @@ def TruncateToLength(len_map=None):  # pylint: disable=invalid-name
   that keeps the first elements. `len_map={0: (256,), 1: (256,)}` caps two
   token sequences at 256.
   """
+  if len_map is not None and not isinstance(len_map, dict):
+    raise TypeError(f'TruncateToLength: len_map must be a dict from example '
+                    f'position to shape, e.g. {{0: (256,)}}, got '
+                    f'{type(len_map).__name__} ({len_map!r}).')
   len_map = dict(len_map or {})
   for key, max_len in len_map.items():
     if not isinstance(max_len, (tuple, list)):
       raise ValueError(f'TruncateToLength: len_map[{key}] is {max_len!r}; '
                        f'give a shape tuple, e.g. ({max_len},).')
+    if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in max_len):
+      raise ValueError(f'TruncateToLength: len_map[{key}] is {max_len!r}; '
+                       f'its sizes must be ints >= 0, e.g. (256,).')
   len_map = {k: tuple(v) for k, v in len_map.items()}
 
   def python_fn(generator):
@@ -490,7 +515,7 @@ def BucketByLength(boundaries, batch_sizes,  # pylint: disable=invalid-name
   the last boundary (see `bucket_by_length`); checked when built.
   """
   _check_buckets(boundaries, batch_sizes, 'BucketByLength')
-  length_keys = length_keys or [0, 1]
+  length_keys = _checked_length_keys(length_keys, 'BucketByLength')
   boundaries, batch_sizes = list(boundaries), list(batch_sizes)
 
   def python_fn(g):

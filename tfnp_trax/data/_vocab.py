@@ -71,6 +71,11 @@ class SentencePieceVocabulary:
 
   def decode(self, ids):
     ids = [int(i) for i in ids]
+    if any(i < 0 for i in ids):
+      raise ValueError(
+          f'SentencePieceVocabulary: cannot decode id {min(ids)}: piece ids '
+          f'are >= 0; were the ids made with a smaller n_reserved_ids than '
+          f'the one given to detokenize?')
     if self.eos_id in ids:
       ids = ids[:ids.index(self.eos_id) + 1]
     n = self.tokenizer.GetPieceSize()

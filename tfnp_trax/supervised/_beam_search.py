@@ -104,8 +104,8 @@ def _prompt(model, inputs, batch_size, start_id):
   """`(tokens fed first [batch, T], source for two-input models or None)`."""
   _decode_utils.check_count(batch_size, 'batch_size', 'beam_search')
   _decode_utils.check_model(model, 'beam_search', batch_size)
-  if inputs is not None:
-    inputs = _decode_utils.check_inputs(inputs, batch_size, 'beam_search')
+  inputs = _decode_utils.check_inputs(inputs, batch_size, 'beam_search',
+                                      model)
   start = _decode_utils.start_symbols(start_id, batch_size, 'beam_search')
   if model.n_in > 1 and inputs is not None:
     return start, inputs

@@ -78,8 +78,20 @@ def check_model(model, fn_name, batch_size, eval_mode=False):
         f'set trained weights) first.')
 
 
-def check_inputs(inputs, batch_size, fn_name):
-  """`inputs` as an int32 (batch_size, length) array, or a clear error."""
+def check_inputs(inputs, batch_size, fn_name, model=None):
+  """`inputs` as an int32 (batch_size, length) array, or a clear error.
+
+  With `model`, a model of two inputs (source, tokens) must be given them:
+  without, it would be fed the tokens alone and fail inside.
+  """
+  if inputs is None:
+    if model is not None and model.n_in > 1:
+      raise ValueError(
+          f'{fn_name}: model {model.name} takes {model.n_in} inputs (the '
+          f'source sequence, then the tokens decoded so far), but inputs is '
+          f'None. Pass the source ids as inputs=, shape (batch_size='
+          f'{batch_size}, length).')
+    return None
   inputs = np.asarray(inputs)
   if inputs.ndim != 2 or inputs.shape[0] != batch_size:
     raise ValueError(

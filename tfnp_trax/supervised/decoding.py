@@ -127,8 +127,7 @@ def autoregressive_sample_stream(model, inputs=None, batch_size=1,
   # fail when first read, away from the call with the wrong argument.
   _decode_utils.check_count(batch_size, 'batch_size', name)
   _decode_utils.check_model(model, name, batch_size, eval_mode)
-  if inputs is not None:
-    inputs = _decode_utils.check_inputs(inputs, batch_size, name)
+  inputs = _decode_utils.check_inputs(inputs, batch_size, name, model)
   _decode_utils.check_temperature(temperature, name)
   _decode_utils.check_rng(rng, name)
   symbols = _decode_utils.start_symbols(start_id, batch_size, name)
