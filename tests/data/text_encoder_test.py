@@ -160,3 +160,43 @@ def test_real_and_image_encoders():
     os.remove(path)
   with pytest.raises(ValueError, match='do not fill an image of shape'):
     image.decode(ids[:5])
+
+
+# -- Trax's module-level subword helpers (trax/data/text_encoder.py) ----------
+def test_escape_and_unescape_token_by_hand():
+  # Hand-worked: '_' -> '\u', '\' -> '\\', chars outside the alphabet and
+  # '\n' -> '\<ord>;', then a closing '_'.
+  alphabet = set('abcdefghijklmnopqrstuvwxyz .\n') | text_encoder._ESCAPE_CHARS
+  text = 'Foo! Bar.\nunder_score back\\slash'
+  escaped = '\\70;oo\\33; \\66;ar.\\10;under\\uscore back\\\\slash_'
+  assert text_encoder._escape_token(text, alphabet) == escaped
+  assert text_encoder._unescape_token(escaped) == text
+  assert text_encoder._ESCAPE_CHARS == set('\\_u;0123456789')
+
+
+def test_replaced_escape_chars_make_text_unencodable(monkeypatch):
+  # Follows trax/data/text_encoder.py: the alphabet takes the module's
+  # _ESCAPE_CHARS when it is built; without '8' and 'u', 'T' (escaped
+  # '\84;') cannot be spelled, which Trax reports with an AssertionError.
+  monkeypatch.setattr(text_encoder, '_ESCAPE_CHARS', set('\\_;13579'))
+  counts = {w: 1 for w in 'the quick brown fox jumps over the lazy dog'.split()}
+  encoder = text_encoder.SubwordTextEncoder.build_to_target_size(
+      100, counts, 2, 10)
+  with pytest.raises(AssertionError, match='no subtoken matches'):
+    encoder.encode('This has UPPER CASE')
+  with pytest.raises(ValueError):  # Also a ValueError, as before.
+    encoder.encode('T')
+  monkeypatch.undo()
+  fresh = text_encoder.SubwordTextEncoder.build_to_target_size(
+      100, counts, 2, 10)
+  assert fresh.decode(fresh.encode('This has UPPER CASE')) == (
+      'This has UPPER CASE')
+
+
+def test_load_from_file_object_strips_either_quote():
+  import io  # pylint: disable=g-import-not-at-top
+  for text in ('the\nand\nof\n', '"the"\n"and"\n"of"\n', "'the'\n'and'\nof"):
+    encoder = text_encoder.SubwordTextEncoder()
+    encoder._load_from_file_object(io.StringIO(text))
+    assert encoder.all_subtoken_strings == ('the', 'and', 'of')
+    assert encoder.vocab_size == 3

@@ -24,11 +24,19 @@ from absl import logging
 
 from tfnp_trax.data import _encoder_base as base
 
-__all__ = ['SubwordTextEncoder', 'invertible_decode', 'invertible_encode']
+__all__ = ['SubwordTextEncoder', 'UnencodableTextError', 'invertible_decode',
+           'invertible_encode']
 
 _UNESCAPE = re.compile(r'\\u|\\\\|\\([0-9]+);')
 _ESCAPE_CHARS = frozenset('\\_u;0123456789')
 _CACHE_LIMIT = 2**20
+
+
+class UnencodableTextError(ValueError, AssertionError):
+  """A token has a character its vocabulary cannot spell.
+
+  An AssertionError too, as Trax raises (its t2t encoder asserts there).
+  """
 
 
 @functools.lru_cache(maxsize=None)
@@ -194,7 +202,7 @@ class SubwordTextEncoder(base.TextEncoder):
           start = end
           break
       else:
-        raise ValueError(
+        raise UnencodableTextError(
             f'SubwordTextEncoder: no subtoken matches {escaped[start:]!r}; '
             'the vocabulary lacks a character of its own alphabet.')
     return pieces
@@ -229,13 +237,27 @@ class SubwordTextEncoder(base.TextEncoder):
     # Every character of every token, plus those escaping can produce, so
     # that any text can be encoded.
     self._alphabet = {c for token in tokens for c in token}
-    self._alphabet |= _ESCAPE_CHARS
+    self._alphabet |= self._escape_chars()
+
+  def _escape_chars(self):
+    """The characters escaping produces, always part of the alphabet."""
+    return _ESCAPE_CHARS
 
   def _load_from_file(self, filename):
     try:
       lines = _read_lines(filename)
     except FileNotFoundError:
       raise ValueError(f'File {filename} not found') from None
+    self._load_from_lines(lines, filename)
+
+  def _load_from_file_object(self, f):
+    """Loads the vocabulary from an open text file (Trax's method)."""
+    lines = f.read().split('\n')
+    if lines and not lines[-1]:
+      lines.pop()
+    self._load_from_lines(lines, getattr(f, 'name', repr(f)))
+
+  def _load_from_lines(self, lines, filename):
     subtokens = []
     for line in lines:
       s = line.rstrip()

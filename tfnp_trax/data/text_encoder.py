@@ -9,6 +9,12 @@
   `RealEncoder`: labels, images and floats.
 
 Vocabulary files are read from local paths only; nothing is downloaded.
+
+Trax's module-level helpers of the subword encoder keep their names:
+`_escape_token`, `_unescape_token` and `_ESCAPE_CHARS`, the characters
+escaping produces. `SubwordTextEncoder` reads `_ESCAPE_CHARS` from this
+module whenever it builds an alphabet, as Trax's does, so replacing it here
+(Trax's tests patch it to make text unencodable) takes effect.
 """
 
 import math
@@ -35,7 +41,7 @@ from tfnp_trax.data._encoder_base import TextEncoder
 from tfnp_trax.data._encoder_base import to_unicode
 from tfnp_trax.data._encoder_base import to_unicode_ignore_errors
 from tfnp_trax.data._encoder_base import to_unicode_utf8
-from tfnp_trax.data._subword import SubwordTextEncoder
+from tfnp_trax.data import _subword
 
 __all__ = [
     'BertBasicEncoder', 'BertEncoder', 'BertWordpieceTokenizer',
@@ -46,6 +52,20 @@ __all__ = [
     'native_to_unicode', 'strip_ids', 'to_unicode', 'to_unicode_ignore_errors',
     'to_unicode_utf8', 'whitespace_tokenize',
 ]
+
+
+_ESCAPE_CHARS = set(_subword._ESCAPE_CHARS)  # pylint: disable=protected-access
+_escape_token = _subword._escape  # pylint: disable=protected-access
+_unescape_token = _subword._unescape  # pylint: disable=protected-access
+
+
+class SubwordTextEncoder(_subword.SubwordTextEncoder):
+  __doc__ = _subword.SubwordTextEncoder.__doc__
+
+  def _escape_chars(self):
+    # Looked up at each call, so a replaced `text_encoder._ESCAPE_CHARS`
+    # applies (see the module docstring).
+    return _ESCAPE_CHARS
 
 
 class ByteTextEncoder(TextEncoder):
