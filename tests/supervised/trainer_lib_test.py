@@ -2,6 +2,7 @@
 
 import itertools
 import os
+import re
 
 import gin
 import numpy as np
@@ -119,3 +120,35 @@ def test_named_stream_and_num_devices_are_trax_configurables():
   assert trainer_lib.num_devices() == 3
   assert trainer_lib.named_stream('a', [1]) == trainer_lib.NamedStream(
       'a', [1])
+
+
+@pytest.mark.parametrize('name, value, expected', [
+    ('steps', 'ten', 'a whole number'),
+    ('steps', 2.5, 'a whole number'),
+    ('eval_steps', '10', 'a whole number or None'),
+    ('eval_frequency', [100], 'a whole number or None'),
+    ('permanent_checkpoint_frequency', '5', 'a whole number or None'),
+    ('random_seed', 'seed', 'a whole number or None'),
+    ('loss_chunk_size', None, 'a whole number'),
+    ('n_weights_shards', '1', 'a whole number'),
+    ('checkpoints_at', 'all', 'a list of whole numbers or None'),
+    ('permanent_checkpoints_at', 7, 'a list of whole numbers or None'),
+])
+def test_whole_number_arguments_of_the_wrong_type(name, value, expected):
+  # As a gin binding such as `train.steps = 'ten'` passes them: stopped at
+  # entry, before any input or model is built.
+  with pytest.raises(TypeError, match=(
+      rf'^train: {name} must be {expected}, got {re.escape(repr(value))} '
+      rf'\({type(value).__name__}\)')):
+    trainer_lib.train('/tmp/unused', model=_model, inputs=_inputs,
+                      **{name: value})
+
+
+def test_whole_numbers_as_gin_writes_them_are_accepted(tmp_path):
+  # 0e0 is a float in gin and Trax's loops take it, so train does too (no
+  # step runs: the run is already at step 0).
+  loop = trainer_lib.train(str(tmp_path), model=_model, inputs=_inputs,
+                           steps=0e0, eval_steps=np.int64(1),
+                           eval_frequency=np.int32(2),
+                           checkpoints_at=(2, 4.0), random_seed=3)
+  assert loop.step == 0
