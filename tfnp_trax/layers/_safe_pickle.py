@@ -23,6 +23,7 @@ import codecs
 import collections
 import io
 import pickle
+import struct
 import types
 
 import numpy as onp
@@ -185,9 +186,35 @@ class _SafeUnpickler(pickle._Unpickler):  # pylint: disable=protected-access
 
   dispatch = dict(pickle._Unpickler.dispatch)  # pylint: disable=protected-access
 
-  def __init__(self, file, source):
+  def __init__(self, file, source, max_bytes=None):
     super().__init__(file)
     self._source = source
+    self._max_bytes = max_bytes
+
+  def load_bytearray8(self):
+    # The base class allocates the length it reads before reading the
+    # bytes: a corrupt length would ask for exabytes (MemoryError). A
+    # bytearray cannot be longer than the pickle holding it.
+    length, = struct.unpack('<Q', self.read(8))
+    if self._max_bytes is not None and length > self._max_bytes:
+      raise pickle.UnpicklingError(
+          f'BYTEARRAY8 of {length} bytes in a pickle of {self._max_bytes}: '
+          f'pickle data was truncated or is corrupt')
+    self.stack.append(bytearray(length))
+    self.readinto(self.stack[-1])
+
+  dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+
+  def _invalid_opcode(self):
+    # The base class would raise a bare KeyError for a byte that is no
+    # opcode (a corrupt or foreign file); say what it is instead.
+    raise pickle.UnpicklingError(
+        'invalid load key (a byte that is no pickle opcode): the data is '
+        'corrupt or not a pickle')
+
+  for _code in range(256):
+    dispatch.setdefault(_code, _invalid_opcode)
+  del _code
 
   def load_build(self):
     inst = self.stack[-2]
@@ -241,12 +268,14 @@ def _convert(obj):
   return obj
 
 
-def load(file_obj, source='<pickle>'):
+def load(file_obj, source='<pickle>', max_bytes=None):
   """Unpickles `file_obj` through the allow-list and converts Trax records.
 
   Args:
     file_obj: a binary file object positioned at a pickle.
     source: how to name the file in errors (usually its path).
+    max_bytes: the pickle's size if known; a length field beyond it is
+      refused (as truncated or corrupt) before anything is allocated.
 
   Returns:
     The unpickled object, with Trax's ShapeDtype as ours and Trax's History
@@ -256,7 +285,7 @@ def load(file_obj, source='<pickle>'):
     UnsafePickleError: if the pickle names anything outside the allow-list;
       nothing it names has run by then.
   """
-  return _convert(_SafeUnpickler(file_obj, source).load())
+  return _convert(_SafeUnpickler(file_obj, source, max_bytes).load())
 
 
 class _TraxNamePickler(pickle._Pickler):  # pylint: disable=protected-access

@@ -41,14 +41,17 @@ def unpickle(data, file_path, kind):
   """The one pickle that fills `data`, read by the restricted unpickler."""
   buffer = io.BytesIO(data)
   try:
-    obj = _safe_pickle.load(buffer, file_path)
+    obj = _safe_pickle.load(buffer, file_path, max_bytes=len(data))
   except (_safe_pickle.UnsafePickleError, MemoryError):
     raise
   except Exception as e:  # pylint: disable=broad-except
     # A damaged pickle fails in any of a dozen ways (KeyError on a memo,
     # IndexError on the stack, TypeError in a constructor, ...): all of
     # them mean the same thing to the caller.
-    cut = isinstance(e, EOFError) or 'truncated' in str(e)
+    # Cut short: the unpickler ran out of bytes (it read up to the end, or
+    # says so) before the pickle's STOP.
+    cut = (isinstance(e, EOFError) or buffer.tell() >= len(data) or
+           any(word in str(e) for word in ('truncated', 'exhausted')))
     what = ('the pickle ends early' if cut else
             f'the pickle is malformed ({type(e).__name__}: {e})')
     hint = ('copy the file again or re-save it' if cut else
