@@ -36,7 +36,7 @@ __all__ = ['TRAX_GIN_NAMES', 'TRAX_GIN_DENYLISTS', 'register_all',
 
 # Trax modules whose names register themselves with `@gin.configurable`
 # when imported, as Trax's do (so the decorated function is the public one).
-_SELF_REGISTERING = ('trax.supervised.trainer_lib',)
+_SELF_REGISTERING = ('trax.supervised.trainer_lib', 'trax.rl.distributions')
 
 # Recorded from Trax 1.4.1; see the module docstring.
 TRAX_GIN_NAMES = (

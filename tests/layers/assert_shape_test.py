@@ -293,3 +293,15 @@ def test_a_list_of_layers_is_spliced_into_the_serial_as_in_trax():
                      r"\(around layer Serial\): dimension '3' must be 3 but "
                      r'is 4 in output 0'):
     bad.init(shapes.signature(tokens))
+
+
+def test_called_directly_returns_the_very_objects_given():
+  # Follows trax/layers/assert_shape.py AssertShape.forward: it returns its
+  # inputs, so `layer(x)` is `x` itself, NumPy arrays included.
+  x = [np.ones((10, 5, 10)), np.zeros((5, 10))]
+  y = tl.AssertShape('aba,ba')(x)
+  assert y is x
+  v = np.ones((3,))
+  assert tl.AssertShape('a')(v) is v
+  with pytest.raises(tl.LayerError):
+    tl.AssertShape('aa')(np.ones((2, 3)))

@@ -272,3 +272,18 @@ def test_flatten_errors():
                      r'must be less than the input rank 3'):
     tl.Flatten(3)(_X)
   assert tl.Flatten(0).output_signature(shapes.signature(_X)).shape == (24,)
+
+
+def test_init_without_a_signature_for_input_independent_weights():
+  # Follows trax/layers/core_test.py EmbeddingTest: `init(None)` works for
+  # layers whose weights do not depend on the inputs; a plain shape is
+  # still caught.
+  layer = tl.Embedding(10, 3)
+  weights, _ = layer.init(None)
+  assert tuple(weights.shape) == (10, 3)
+  y = np.asarray(layer(np.array([2, 3, 2])))
+  np.testing.assert_array_equal(y[0], np.asarray(weights)[2])
+  np.testing.assert_array_equal(y[0], y[2])
+  assert tl.Dropout(rate=0.1, mode='train').init(None)[0] == ()
+  with pytest.raises(tl.LayerError, match=r'got the plain shape \(2, 3\)'):
+    tl.Relu().init((2, 3))

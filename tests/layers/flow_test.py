@@ -80,6 +80,21 @@ def test_scan_gradient_wrt_weights(mode):
   np.testing.assert_allclose(got[0][1], want, rtol=1e-4)
 
 
+def test_scan_splits_carry_from_what_the_layer_returns():
+  # Follows trax/layers/combinators.py Scan.forward: the last n_carry
+  # outputs are the carry, counted on the returned tuple, not on n_out
+  # (this Fn declares n_out=2 and returns three values).
+  def f(a, b, carry):
+    return a + b, b, carry + 1
+  layer = tl.Scan(tl.Fn('ThreeOut', f, n_out=2), axis=1)
+  a = np.array([[0, 1, 2], [0, 10, 20]])
+  b = np.array([[4, 5, 6], [40, 50, 60]])
+  ys_sum, ys_b, carry = layer([a, b, np.array([9000, 8000])])
+  np.testing.assert_array_equal(ys_sum, a + b)
+  np.testing.assert_array_equal(ys_b, b)
+  np.testing.assert_array_equal(carry, [9003, 8003])
+
+
 # -- Cond ----------------------------------------------------------------------
 
 def _positive():
@@ -113,6 +128,25 @@ def test_cond_default_false_is_identity_and_state_updates_one_branch(mode):
   both = _init(tl.Cond(_positive(), Counter(), Counter()), (np.ones(1), x))
   _, state = lt.run_layer(both, (-np.ones(1, np.float32), x), mode)
   assert (int(state[1]), int(state[2])) == (0, 1)
+
+
+def test_cond_takes_a_list_stack_and_unwraps_one_listed_output():
+  # Follows trax/layers/combinators.py Cond (inputs_from_stack and
+  # outputs_onto_stack): `[x]` is a one-item stack, and a branch's `[y]`
+  # is the single output `y`.
+  const = lambda v: tl.Fn('Const', lambda: v)  # pylint: disable=g-long-lambda
+  layer = tl.Cond(const(True), const([2]), const([5]))
+  layer.init(())
+  assert np.asarray(layer(())).tolist() == 2
+  layer = tl.Cond(const(False), const([2]), const([5]))
+  layer.init(())
+  assert np.asarray(layer(())).tolist() == 5
+  halve = tl.Fn('Halve', lambda x: x / 2.)
+  quarter = tl.Fn('Quarter', lambda x: x / 4.)
+  layer = tl.Cond(const(True), halve, quarter)
+  xs = [np.arange(5).astype(np.float32)]
+  layer.init(shapes.signature(xs))
+  np.testing.assert_allclose(layer(xs), [0., 0.5, 1., 1.5, 2.])
 
 
 def test_cond_errors():

@@ -222,3 +222,18 @@ def test_cross_entropy_shape_errors():
       tl.BinaryCrossEntropy(), (out[..., 0], targets[:, :1]),
       r'BinaryCrossEntropy: targets shape \(4, 1\) does not match '
       r'model_output shape \(4, 3\)')
+
+
+def test_cross_entropy_loss_accepts_float_targets_as_trax():
+  # Follows trax/layers/metrics.py _CrossEntropy: core.one_hot compares
+  # float targets with each category index, so 2.0 picks category 2 and a
+  # fractional target picks none (contributing 0).
+  log_probs = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25],
+                               [0.3, 0.3, 0.4]], np.float32))
+  targets = np.array([2., 0., 1.5], np.float32)
+  weights = np.ones(3, np.float32)
+  got = tl.CrossEntropyLoss()((log_probs, targets, weights))
+  want = -(np.log(0.7) + np.log(0.5) + 0.0) / 3
+  np.testing.assert_allclose(float(got), want, rtol=1e-6)
+  with pytest.raises(Exception, match=r'targets must be integer category'):
+    tl.CategoryCrossEntropy()((log_probs, targets))  # Others stay strict.

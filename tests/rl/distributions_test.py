@@ -137,8 +137,8 @@ def test_bad_inputs_are_explained():
                      r'distribution parameters on the last axis, got 4'):
     dist.log_prob(np.zeros((2, 4)), np.zeros((2,), np.int32))
   with pytest.raises(ValueError, match=r'Categorical.sample: sampling with '
-                     r'temperature > 0 needs a key'):
-    dist.sample(np.zeros((2, 3)))
+                     r'temperature > 0 inside a traced function needs a key'):
+    tf.function(lambda x: dist.sample(x))(np.zeros((2, 3), np.float32))
   with pytest.raises(ValueError, match=r'learn_std must be None, "shared" '
                      r'or "per-dimension", got \'both\''):
     distributions.Gaussian(learn_std='both')
@@ -150,3 +150,38 @@ def test_log_loss_layer():
   loss = distributions.LogLoss(dist)((logits, np.array([1]),
                                       np.array([2.0], np.float32)))
   np.testing.assert_allclose(float(loss), -2.0 * np.log(0.75), rtol=1e-6)
+
+
+def test_sampling_without_a_key_uses_numpy_global_generator():
+  # Follows trax/rl/distributions.py sample (tl.logsoftmax_sample and
+  # np.random.normal): no key means NumPy's global generator, so a seed
+  # repeats the draw and statistics follow the distribution.
+  cat = distributions.Categorical(3)
+  logits = np.log(np.array([[0.2, 0.3, 0.5]] * 4000, np.float32))
+  np.random.seed(1)
+  first = np.asarray(cat.sample(logits))
+  np.random.seed(1)
+  np.testing.assert_array_equal(np.asarray(cat.sample(logits)), first)
+  assert first.shape == (4000,) and first.dtype == np.int32
+  freq = np.bincount(first, minlength=3) / 4000.0
+  np.testing.assert_allclose(freq, [0.2, 0.3, 0.5], atol=0.03)  # ~4 sigma
+  gauss = distributions.Gaussian(shape=(2,), std=0.5)
+  means = np.tile(np.array([[1.0, -2.0]], np.float32), (4000, 1))
+  point = np.asarray(gauss.sample(means))
+  assert point.shape == (4000, 2)
+  np.testing.assert_allclose(point.mean(axis=0), [1.0, -2.0], atol=0.04)
+  np.testing.assert_allclose(point.std(axis=0), [0.5, 0.5], atol=0.03)
+
+
+def test_gin_configures_the_distribution_create_distribution_builds():
+  # Follows trax/rl/distributions.py: Gaussian is @gin.configurable on
+  # import, so a binding reaches create_distribution's Gaussian.
+  import gin  # pylint: disable=g-import-not-at-top
+  gin.clear_config()
+  try:
+    gin.parse_config('Gaussian.learn_std = "shared"')
+    box = gym.spaces.Box(low=-1.0, high=1.0, shape=(4, 5))
+    assert distributions.create_distribution(box).n_inputs == 21
+  finally:
+    gin.clear_config()
+  assert distributions.create_distribution(box).n_inputs == 20

@@ -469,8 +469,11 @@ _TRAX_DTYPES = {
     'Dropout_eval': 'int32', 'Flatten': 'int32', 'Sum': 'int32',
     'Min': 'int32', 'Max': 'int32', 'ArgMax': 'int32', 'Negate': 'int32',
     'StopGradient': 'int32', 'ThresholdToBinary': 'int32',
-    # Layers that pass their inputs through (assert_shape.py, core.py).
-    'AssertShape': 'int32', 'PrintShape': 'int32', 'SummaryScalar': 'int32',
+    # trax/layers/assert_shape.py: AssertShape hands back the very objects
+    # it was given, here the int64 NumPy inputs.
+    'AssertShape': 'int64',
+    # Layers that pass their inputs through (core.py).
+    'PrintShape': 'int32', 'SummaryScalar': 'int32',
     'SummaryImage': 'int32',
     # trax/fastmath/jax.py pooling (see test_pooling_integer_inputs).
     'MaxPool': 'int32', 'SumPool': 'int32',

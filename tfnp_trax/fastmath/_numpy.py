@@ -85,7 +85,43 @@ def _skip_same_dtype_casts():
   _binary_ops.maybe_promote_tensors = maybe_promote_tensors
 
 
+def _add_array_methods():
+  """Adds JAX array methods that NumPy behaviour leaves off `tf.Tensor`.
+
+  NumPy behaviour gives tensors `.reshape`, `.astype`, `.max`, `.mean` and a
+  few more; Trax code (and tests) also call `.take`, `.sum`, `.any`, ... on
+  jnp arrays. Only missing names are added, each the tf.experimental.numpy
+  function of that name, so no existing attribute changes.
+  """
+  # pylint: disable=g-long-lambda
+  methods = {
+      # Out-of-range indices clip (TF NumPy's default), where JAX's default
+      # fills; in-range indices, the use in Trax code, agree.
+      'take': lambda self, indices, axis=None, mode=None: _tnp.take(
+          self, indices, axis=axis, mode=mode or 'clip'),
+      'sum': lambda self, axis=None, dtype=None, keepdims=False: _tnp.sum(
+          self, axis=axis, dtype=dtype, keepdims=keepdims),
+      'prod': lambda self, axis=None, dtype=None, keepdims=False: _tnp.prod(
+          self, axis=axis, dtype=dtype, keepdims=keepdims),
+      'any': lambda self, axis=None, keepdims=False: _tnp.any(
+          self, axis=axis, keepdims=keepdims),
+      'all': lambda self, axis=None, keepdims=False: _tnp.all(
+          self, axis=axis, keepdims=keepdims),
+      'argmax': lambda self, axis=None: _tnp.argmax(self, axis=axis),
+      'argmin': lambda self, axis=None: _tnp.argmin(self, axis=axis),
+      'squeeze': lambda self, axis=None: _tnp.squeeze(self, axis=axis),
+      'swapaxes': lambda self, axis1, axis2: _tnp.swapaxes(self, axis1, axis2),
+      'cumsum': lambda self, axis=None, dtype=None: _tnp.cumsum(
+          self, axis=axis, dtype=dtype),
+  }
+  for name, method in methods.items():
+    if not hasattr(tf.Tensor, name):
+      method.__name__ = name
+      setattr(tf.Tensor, name, method)
+
+
 _enable_once()
+_add_array_methods()
 
 # Trax code writes `jnp.bfloat16`; tf.experimental.numpy lacks the name, so
 # add TensorFlow's NumPy-side bfloat16 type to the module (a global, additive

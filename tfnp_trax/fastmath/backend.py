@@ -3,7 +3,8 @@
 import contextlib
 import enum
 
-__all__ = ['Backend', 'backend_name', 'set_backend', 'use_backend']
+__all__ = ['Backend', 'backend_name', 'keeps_64bit_inputs', 'set_backend',
+           'use_backend']
 
 
 class Backend(enum.Enum):
@@ -41,8 +42,38 @@ def set_backend(name):
   _validate(name)
 
 
+# Depth of `use_backend` blocks open now. Inside one, NumPy data keeps its
+# 64-bit dtypes as on Trax's TF-NumPy backend; outside, the default backend
+# behaves as Trax's default JAX one (64-bit types off).
+_EXPLICIT_TFNP_DEPTH = 0
+
+
+def keeps_64bit_inputs():
+  """Whether NumPy inputs keep int64/float64 (inside `use_backend`).
+
+  Trax's TF-NumPy backend keeps NumPy's 64-bit dtypes, while its default
+  JAX backend narrows them to 32 bits. tfnp_trax behaves as the JAX one by
+  default and as the TF-NumPy one inside an explicit
+  `use_backend(Backend.TFNP)` block, which is scoped, unlike `set_backend`
+  (which would change every later computation of the process).
+  """
+  return _EXPLICIT_TFNP_DEPTH > 0
+
+
 @contextlib.contextmanager
 def use_backend(name):
-  """Context manager form of `set_backend`, kept for Trax compatibility."""
+  """Runs the block on TF NumPy, keeping NumPy's 64-bit input dtypes.
+
+  Args:
+    name: a `Backend` or its name; only TF NumPy is accepted.
+
+  Raises:
+    ValueError: for any backend other than TF NumPy.
+  """
+  global _EXPLICIT_TFNP_DEPTH
   _validate(name)
-  yield
+  _EXPLICIT_TFNP_DEPTH += 1
+  try:
+    yield
+  finally:
+    _EXPLICIT_TFNP_DEPTH -= 1

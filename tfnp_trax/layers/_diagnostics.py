@@ -62,7 +62,10 @@ def check_input_signature(layer_name, input_signature):
   """
   sigs = (input_signature if isinstance(input_signature, (list, tuple))
           else (input_signature,))
-  if sigs and all(isinstance(d, int) or d is None for d in sigs):
+  # `init(None)` is allowed, as in Trax: layers whose weights do not depend
+  # on the inputs (Embedding, Dropout) are initialized without a signature.
+  if (any(isinstance(d, int) for d in sigs) and
+      all(isinstance(d, int) or d is None for d in sigs)):
     raise TypeError(
         f'{layer_name}: init expects a ShapeDtype (or a tuple of them, one '
         f'per input), got the plain shape {tuple(sigs)}. Pass '

@@ -10,6 +10,7 @@ dtypes it did under Trax.
 
 import numpy as onp
 
+from tfnp_trax.fastmath import backend
 from tfnp_trax.fastmath import dtypes
 from tfnp_trax.fastmath import numpy as jnp
 
@@ -19,6 +20,13 @@ _SCALARS = (bool, int, float, complex, onp.generic)
 _NUMERIC_KINDS = ('b', 'i', 'u', 'f', 'c')
 
 
+def _canonical(x):
+  """NumPy `x` in JAX's dtype, or its own inside `use_backend` (TF NumPy)."""
+  if backend.keeps_64bit_inputs():
+    return x
+  return dtypes.canonicalize_array(x)
+
+
 def numpy_to_tensor(x):
   """A NumPy weight or state leaf as a tensor in its canonical dtype.
 
@@ -26,7 +34,7 @@ def numpy_to_tensor(x):
   """
   if not isinstance(x, (onp.ndarray, onp.generic)):
     return x
-  return jnp.asarray(dtypes.canonicalize_array(x))
+  return jnp.asarray(_canonical(x))
 
 
 def _is_scalar_list(x):
@@ -48,7 +56,7 @@ def _canonical_array(x):
   if (not isinstance(x, (onp.ndarray, onp.generic)) or
       x.dtype.kind not in _NUMERIC_KINDS):
     return x
-  return jnp.asarray(dtypes.canonicalize_array(x))
+  return jnp.asarray(_canonical(x))
 
 
 def canonical_inputs(x, n_in):

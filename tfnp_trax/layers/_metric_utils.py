@@ -95,14 +95,22 @@ def _compatible(a, b):
       x is None or y is None or x == y for x, y in zip(a, b))
 
 
-def check_targets_fit_output(metric, model_output, targets):
+def check_targets_fit_output(metric, model_output, targets,
+                             allow_float=False):
   """Checks integer category `targets` against `model_output`.
 
-  Always: targets.shape == model_output.shape[:-1] (ValueError) and targets
-  are not floats (TypeError: a fractional label would match no category and
-  silently count as zero loss). Values: targets in [0, n_categories) when
-  called eagerly or in debug mode, and a finite model output in debug mode
-  (see `tfnp_trax.debug`).
+  Always: targets.shape == model_output.shape[:-1] (ValueError) and, unless
+  `allow_float`, targets are not floats (TypeError: a fractional label would
+  match no category and silently count as zero loss). Values: targets in
+  [0, n_categories) when called eagerly or in debug mode, and a finite model
+  output in debug mode (see `tfnp_trax.debug`).
+
+  Args:
+    metric: the layer's name, for messages.
+    model_output: (..., n_categories) scores.
+    targets: (...) category ids.
+    allow_float: accept float targets, for layers that, as in Trax, compare
+      them with each category index.
   """
   out, tgt = _dims(model_output), _dims(targets)
   if out is not None and tgt is not None and (
@@ -110,7 +118,7 @@ def check_targets_fit_output(metric, model_output, targets):
     raise ValueError(_TARGETS_MSG.format(
         metric=metric, targets=tgt, output=out, expected=out[:-1]))
   dtype = getattr(targets.dtype, 'name', str(targets.dtype))
-  if dtype.startswith(('float', 'bfloat', 'complex')):
+  if not allow_float and dtype.startswith(('float', 'bfloat', 'complex')):
     raise TypeError(_TARGET_DTYPE_MSG.format(
         metric=metric, dtype=dtype, shape=tgt))
   n_categories = None if not out else out[-1]

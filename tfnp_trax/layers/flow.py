@@ -160,7 +160,10 @@ class Scan(base.Layer):
                                      layer.n_in > 1 else x[0], weights,
                                      layer_state, r, use_cache=True)
       out = _as_tuple(out, layer.n_out)
-      n_ys = layer.n_out - self._n_carry
+      # As in Trax, the last n_carry outputs are the carry and the rest are
+      # ys, counted on what the layer returned rather than its n_out (a Fn
+      # may declare n_out=2 and return three values).
+      n_ys = len(out) - self._n_carry
       return (tuple(out[n_ys:]), new_state, i + 1), tuple(out[:n_ys])
 
     (carry, new_state, _), ys = fastmath.scan(
@@ -217,7 +220,9 @@ class Cond(base.Layer):
     self._sublayers = (cond, true, false)
 
   def _split(self, xs):
-    items = _as_tuple(xs, self.n_in)
+    # As Trax's inputs_from_stack: a list or tuple is the stack, so a
+    # one-input Cond given `[x]` runs on `x`.
+    items = tuple(xs) if isinstance(xs, (list, tuple)) else (xs,)
     n_cond = self._sublayers[0].n_in
     return _from_tuple(items[:n_cond]), _from_tuple(items[n_cond:])
 
@@ -238,7 +243,9 @@ class Cond(base.Layer):
     self._check_branch_dtypes(branch_in)
     y, st, sf = fastmath.cond(pred, run_true, run_false)
     self.state = (sc, st, sf)
-    return y
+    # As Trax's outputs_onto_stack: a branch's list or tuple output is the
+    # stack, so one output given as `[y]` comes back as `y`.
+    return _from_tuple(tuple(y) if isinstance(y, (list, tuple)) else (y,))
 
   def _check_branch_dtypes(self, branch_in):
     """Raises a TypeError if the branches would return different dtypes.
@@ -251,6 +258,8 @@ class Cond(base.Layer):
     """
     checked = self.__dict__.setdefault('_branch_dtypes_checked', set())
     key = shapes.signature(branch_in)
+    if isinstance(key, list):  # A list input stack: a hashable set key.
+      key = tuple(key)
     if key in checked:
       return
     _, true, false = self._sublayers

@@ -119,11 +119,20 @@ def _CrossEntropy():  # pylint: disable=invalid-name
 
   Trax's building block of `CrossEntropyLoss` and `CrossEntropySum`: the
   model output must already be log-probabilities (e.g. after `LogSoftmax`).
+  As in Trax (trax/layers/metrics.py _CrossEntropy, through core.one_hot),
+  float targets are accepted and compared with each category index: 2.0
+  selects category 2, and a fractional target selects none.
   """
   def f(model_output, target_category):
     log_probs, targets = _float_inputs(model_output, target_category)
-    mu.check_targets_fit_output('_CrossEntropy', log_probs, targets)
-    one_hot = fastmath.one_hot(targets, log_probs.shape[-1], log_probs.dtype)
+    mu.check_targets_fit_output('_CrossEntropy', log_probs, targets,
+                                allow_float=True)
+    n_categories = log_probs.shape[-1]
+    if targets.dtype.is_integer:
+      one_hot = fastmath.one_hot(targets, n_categories, log_probs.dtype)
+    else:
+      categories = jnp.arange(n_categories, dtype=targets.dtype)
+      one_hot = (targets[..., None] == categories).astype(log_probs.dtype)
     return -jnp.sum(log_probs * one_hot, axis=-1)
   return base.Fn('_CrossEntropy', f)
 

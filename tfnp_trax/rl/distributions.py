@@ -9,6 +9,7 @@ and entropies are written in `jnp`, so they differentiate like any layer.
 # Layer constructors are CamelCase, as in Trax.
 # pylint: disable=invalid-name
 
+import gin
 import numpy as onp
 
 from tfnp_trax import fastmath
@@ -28,12 +29,24 @@ def _tfd():
   return tfp.distributions
 
 
-def _need_key(name, key):
-  if key is None:
-    raise ValueError(
-        f'{name}.sample: sampling with temperature > 0 needs a key; pass '
-        f'key=fastmath.random.get_prng(seed) (an int32 [2] key).')
+def _check_key(name, key):
   return fastmath.random.check_key(key, f'{name}.sample')
+
+
+def _host_values(name, *values):
+  """`values` as NumPy arrays, for sampling from NumPy's global generator.
+
+  Trax samples without a key from `np.random` (trax/rl/distributions.py
+  Categorical.sample through tl.logsoftmax_sample, Gaussian.sample), which
+  needs concrete values: inside a traced function a key is required.
+  """
+  if any(fastmath.checks.is_traced(v) for v in values):
+    raise ValueError(
+        f'{name}.sample: sampling with temperature > 0 inside a traced '
+        f'function needs a key (without one, Trax draws from NumPy\'s '
+        f'global generator, which only works eagerly); pass '
+        f'key=fastmath.random.get_prng(seed) (an int32 [2] key).')
+  return [onp.asarray(v) for v in values]
 
 
 class Distribution:
@@ -45,7 +58,15 @@ class Distribution:
     raise NotImplementedError
 
   def sample(self, inputs, temperature=1.0, key=None):
-    """Samples a point; at temperature 0 returns the most likely point."""
+    """Samples a point; at temperature 0 returns the most likely point.
+
+    Args:
+      inputs: distribution parameters on the last axis.
+      temperature: scales the noise; 0 picks the most likely point.
+      key: an int32 [2] key. Without one, as in Trax, the noise comes from
+        NumPy's global generator (`np.random.seed` makes it repeatable);
+        that works only eagerly.
+    """
     raise NotImplementedError
 
   def log_prob(self, inputs, point):
@@ -69,6 +90,13 @@ class Distribution:
           f'Dense(distribution.n_inputs).')
 
 
+# Registered with gin on import, as Trax's classes are (trax/rl/
+# distributions.py), so `Gaussian.learn_std = "shared"` configures the
+# distribution that create_distribution builds.
+_GIN_MODULE = 'trax.rl.distributions'
+
+
+@gin.configurable(module=_GIN_MODULE, denylist=['n_categories', 'shape'])
 class Categorical(Distribution):
   """Categorical over `n_categories` per element of `shape`, from logits.
 
@@ -96,7 +124,14 @@ class Categorical(Distribution):
     logits = self._logits(inputs)
     if temperature == 0.0:
       return jnp.argmax(logits, axis=-1).astype(jnp.int32)
-    key = _need_key('Categorical', key)
+    if key is None:
+      # Trax's tl.logsoftmax_sample: Gumbel noise from np.random, argmax.
+      (values,) = _host_values('Categorical', logits)
+      u = onp.random.uniform(low=1e-6, high=1.0 - 1e-6, size=values.shape)
+      gumbel = -onp.log(-onp.log(u))
+      return jnp.asarray(onp.argmax(values + gumbel * temperature, axis=-1),
+                         dtype=jnp.int32)
+    key = _check_key('Categorical', key)
     dist = _tfd().Categorical(logits=logits / temperature, dtype='int32')
     return dist.sample(seed=key)
 
@@ -123,6 +158,7 @@ _LEARN_STD = {None: 'constant', 'shared': 'shared', 'separate': 'separate',
               'per-dimension': 'separate'}
 
 
+@gin.configurable(module=_GIN_MODULE, denylist=['shape'])
 class Gaussian(Distribution):
   """Independent Gaussian over a sample of `shape`, parametrized by its mean.
 
@@ -175,7 +211,11 @@ class Gaussian(Distribution):
     out_shape = tuple(mean.shape[:-1]) + self._shape
     if temperature == 0.0:
       return jnp.reshape(mean, out_shape)
-    key = _need_key('Gaussian', key)
+    if key is None:
+      mean, std = _host_values('Gaussian', mean, std)
+      point = onp.random.normal(loc=mean, scale=std * temperature)
+      return jnp.reshape(jnp.asarray(point, dtype=jnp.float32), out_shape)
+    key = _check_key('Gaussian', key)
     point = _tfd().Normal(loc=mean, scale=std * temperature).sample(seed=key)
     return jnp.reshape(point, out_shape)
 
