@@ -55,3 +55,106 @@ def test_all_manifests_truncated_raises_no_valid_checkpoint(tmp_path):
                        match=r'(?s)No usable checkpoint in .*ckpt-1: '
                        r'manifest .*corrupt or truncated'):
       manager.restore_latest()
+
+
+# -- What a killed writer leaves ---------------------------------------------
+def _leftovers(directory, manager):
+  """Fakes a writer killed at three points of the protocol."""
+  path = manager.save(1)
+  os.makedirs(os.path.join(directory, '.tmp-ckpt-2-0123abcd'))
+  with open(os.path.join(directory, '.tmp-ckpt-2-0123abcd', 'state.index'),
+            'w') as f:
+    f.write('half')
+  with open(os.path.join(path, '.manifest.json.89abcdef'), 'w') as f:
+    f.write('{"step"')
+  return path
+
+
+def test_writer_removes_temp_folders_and_files_of_a_killed_write(tmp_path):
+  manager, _ = _manager(tmp_path)
+  path = _leftovers(tmp_path, manager)
+  reader = checkpoints.CheckpointManager(
+      str(tmp_path), {'weights': []}, {'weights': []}, writer=False)
+  done = reader.clean_stale()
+  assert sorted(done) == [
+      ('removed', os.path.join(str(tmp_path), '.tmp-ckpt-2-0123abcd')),
+      ('removed', os.path.join(path, '.manifest.json.89abcdef'))]
+  assert sorted(os.listdir(tmp_path)) == ['ckpt-1']
+  assert sorted(os.listdir(path)) == sorted(
+      ['manifest.json', 'state.index', 'state.data-00000-of-00001'])
+
+
+def test_writer_cleans_up_when_built_but_a_reader_does_not(tmp_path):
+  manager, _ = _manager(tmp_path)
+  _leftovers(tmp_path, manager)
+  checkpoints.CheckpointManager(
+      str(tmp_path), {'weights': []}, {'weights': []}, writer=False)
+  assert '.tmp-ckpt-2-0123abcd' in os.listdir(tmp_path)
+  _manager(tmp_path)  # writer=True by default.
+  assert os.listdir(tmp_path) == ['ckpt-1']
+
+
+def test_temp_folder_is_never_listed_as_a_checkpoint(tmp_path):
+  manager, _ = _manager(tmp_path)
+  manager.save(1)
+  os.makedirs(os.path.join(tmp_path, '.tmp-ckpt-9-0123abcd'))
+  assert [c.step for c in manager.list()] == [1]
+
+
+def test_half_replaced_named_checkpoint_is_put_back(tmp_path):
+  manager, variables = _manager(tmp_path, value=3.0)
+  path = manager.save(4, name='lowest_loss')
+  # Killed between renaming the old one aside and the new one into place.
+  os.rename(path, os.path.join(tmp_path, '.old-lowest_loss-0123abcd'))
+  fresh, fresh_vars = _manager(tmp_path, value=0.0)
+  assert os.listdir(tmp_path) == ['lowest_loss']
+  assert fresh.restore(path)['step'] == 4
+  np.testing.assert_array_equal(fresh_vars[0].numpy(), np.full((3, 2), 3.0))
+  del manager, variables
+
+
+def test_old_copy_is_dropped_once_its_replacement_exists(tmp_path):
+  manager, _ = _manager(tmp_path)
+  path = manager.save(4, name='lowest_loss')
+  os.makedirs(os.path.join(tmp_path, '.old-lowest_loss-0123abcd'))
+  _manager(tmp_path)
+  assert os.listdir(tmp_path) == ['lowest_loss']
+  assert os.path.isdir(path)
+
+
+def test_copy_makes_a_permanent_checkpoint_with_the_same_content(tmp_path):
+  manager, variables = _manager(tmp_path, value=5.0)
+  manager.save(6, extra={'note': 'x'})
+  copy = manager.copy(os.path.join(tmp_path, 'ckpt-6'), permanent=True)
+  assert copy == os.path.join(str(tmp_path), 'ckpt-6-permanent')
+  assert [(c.step, c.permanent) for c in manager.list()] == [
+      (6, False), (6, True)]
+  variables[0].assign(np.zeros((3, 2), np.float32))
+  manifest = manager.restore(copy)
+  assert (manifest['step'], manifest['extra']) == (6, {'note': 'x'})
+  np.testing.assert_array_equal(variables[0].numpy(), np.full((3, 2), 5.0))
+  assert not [n for n in os.listdir(tmp_path) if n.startswith('.')]
+
+
+def test_copy_of_a_corrupt_checkpoint_is_refused(tmp_path):
+  manager, _ = _manager(tmp_path)
+  path = manager.save(2)
+  with open(os.path.join(path, 'state.index'), 'ab') as f:
+    f.write(b'x')
+  with pytest.raises(IOError, match=r'file state.index does not match its '
+                     r'checksum'):
+    manager.copy(path, permanent=True)
+  assert sorted(os.listdir(tmp_path)) == ['ckpt-2']
+
+
+def test_edited_manifest_fails_its_own_checksum(tmp_path):
+  manager, _ = _manager(tmp_path)
+  path = manager.save(3)
+  name = os.path.join(path, 'manifest.json')
+  with open(name) as f:
+    text = f.read()
+  with open(name, 'w') as f:  # Valid JSON, one digit changed.
+    f.write(text.replace('"step": 3', '"step": 8'))
+  with pytest.raises(IOError, match=r'manifest .*ckpt-3/manifest.json does '
+                     r'not match its checksum'):
+    manager.restore(path)

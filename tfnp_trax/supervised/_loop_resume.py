@@ -130,8 +130,9 @@ def load_checkpoint(loop, directory, filename):
 
 def _fast_forward_evals(loop, positions):
   """Moves the eval streams to where the checkpointed run had read them."""
-  for evaluator, position in zip(loop._evaluators, positions):  # pylint: disable=protected-access
-    stream = evaluator._stream  # pylint: disable=protected-access
+  # pylint: disable=protected-access
+  for evaluator, position in zip(loop._evaluators, positions):
+    stream = evaluator._stream
     if position < stream.position:
       logs.log(f'Loop.load_checkpoint: the eval data is already past batch '
                f'{position}; evals go on from batch {stream.position}.',

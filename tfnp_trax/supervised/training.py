@@ -586,7 +586,8 @@ class Loop:
 
   def _checkpoint_extra(self):
     """The manifest's Loop entries: the running sums and eval positions."""
-    positions = [e._stream.position for e in self._evaluators]  # pylint: disable=protected-access
+    # pylint: disable-next=protected-access
+    positions = [e._stream.position for e in self._evaluators]
     return {_loop_progress.KEY: self._progress.to_dict(positions)}
 
   def load_checkpoint(self, directory=None, filename=None):
