@@ -1,6 +1,4 @@
-"""`tfnp-trax train`/`rl` flag checks: the limits match the data and models."""
-
-import itertools
+"""`tfnp-trax train` flag checks: the limits match the data and models."""
 
 import numpy as np
 import pytest
@@ -8,10 +6,8 @@ import pytest
 from tfnp_trax import data
 from tfnp_trax import models
 from tfnp_trax import shapes
-from tfnp_trax.cli import _rl_flags
 from tfnp_trax.cli import _train_flags
 from tfnp_trax.cli import _usage
-from tfnp_trax.rl import presets
 
 
 def _check(module, *argv):
@@ -66,23 +62,3 @@ def test_defaults_and_documented_runs_pass(tmp_path):
                ['--time_budget', '10m', '--sample_length', '0'],
                ['--config_file', __file__, '--config', 'train.steps = 1']):
     assert _check(_train_flags, *argv, *out) is None, argv
-
-
-def test_rl_epoch_sizes_are_the_presets():
-  for algo, env, joint in itertools.product(presets.ALGOS, presets.ENVS,
-                                            (False, True)):
-    settings = presets._algo_settings(algo, env, joint)  # pylint: disable=protected-access
-    assert settings['n_interactions_per_epoch'] == (
-        _rl_flags.INTERACTIONS_PER_EPOCH[env]), (algo, env, joint)
-
-
-def test_rl_n_envs_divides_an_epoch(tmp_path):
-  out = ['--output_dir', str(tmp_path)]
-  for n_envs in (1, 8, 16, 256):
-    assert _check(_rl_flags, '--n_envs', str(n_envs), *out) is None
-  assert _check(_rl_flags, '--n_envs', '512', '--env', 'Pendulum-v1',
-                *out) is None
-  assert _check(_rl_flags, '--n_envs', '12', *out) == (
-      '--n_envs must divide the 256 env steps an epoch of CartPole-v1 '
-      'collects, got 12. Try --n_envs 8.')
-  assert 'Try --n_envs 256' in _check(_rl_flags, '--n_envs', '512', *out)
