@@ -16,6 +16,10 @@ from tfnp_trax import models
 from tfnp_trax import optimizers
 from tfnp_trax import shapes
 from tfnp_trax import supervised
+# Opt-in only: `import tfnp_trax` leaves `sys.modules` and `sys.meta_path`
+# alone; calling alias_trax_modules() makes `import trax.*` give these.
+from tfnp_trax._trax_imports import alias_trax_modules
+from tfnp_trax._trax_imports import unalias_trax_modules
 from tfnp_trax.export.keras import AsKeras
 from tfnp_trax.supervised import lr_schedules as lr
 
@@ -24,4 +28,5 @@ _cli_quiet.end()  # TensorFlow is imported: stderr as before.
 __version__ = '0.1.0'
 
 __all__ = ['data', 'fastmath', 'layers', 'models', 'optimizers', 'shapes',
-           'supervised', 'lr', 'AsKeras', '__version__']
+           'supervised', 'lr', 'AsKeras', 'alias_trax_modules',
+           'unalias_trax_modules', '__version__']

@@ -14,6 +14,13 @@ answered with an empty placeholder when gin knows Trax registers names in
 it; the parse then goes on, and using one of those names fails with an error
 that names it (see `tfnp_trax.gin_config`). An unknown `trax.*` module is a
 plain ModuleNotFoundError.
+
+`alias_trax_modules()` (exported as `tfnp_trax.alias_trax_modules`) installs
+the same finder for good, on request: afterwards `import trax.layers` (in
+code, or in a config given to `gin.parse_config` directly) gives
+`tfnp_trax.layers`, and each such import registers tfnp_trax's objects
+under Trax's gin names. It makes no placeholders: a Trax module tfnp_trax
+lacks is a ModuleNotFoundError naming both modules.
 """
 
 import contextlib
@@ -24,7 +31,8 @@ import sys
 import threading
 import types
 
-__all__ = ['trax_modules_as_tfnp_trax', 'tfnp_trax_name']
+__all__ = ['trax_modules_as_tfnp_trax', 'tfnp_trax_name',
+           'alias_trax_modules', 'unalias_trax_modules']
 
 _LOCK = threading.RLock()
 
@@ -60,9 +68,10 @@ class _AliasLoader(importlib.abc.Loader):
 class _TraxAliasFinder(importlib.abc.MetaPathFinder):
   """Finds `trax.*` as the matching `tfnp_trax.*` module."""
 
-  def __init__(self, placeholder_ok, on_import):
+  def __init__(self, placeholder_ok, on_import, explain_missing=False):
     self._placeholder_ok = placeholder_ok
     self._on_import = on_import
+    self._explain_missing = explain_missing
     self.placeholders = []
 
   def find_spec(self, fullname, path=None, target=None):
@@ -78,6 +87,11 @@ class _TraxAliasFinder(importlib.abc.MetaPathFinder):
       if not e.name or not (ours == e.name or ours.startswith(e.name + '.')):
         raise
       if not self._placeholder_ok(fullname):
+        if self._explain_missing:
+          raise ModuleNotFoundError(
+              f'No module named {fullname!r}: the Trax module names are '
+              f'aliases of tfnp_trax (tfnp_trax.alias_trax_modules()), which '
+              f'has no {ours}.', name=fullname) from e
         return None
       module = types.ModuleType(
           ours, f'Placeholder for Trax module {fullname}, which tfnp_trax '
@@ -125,3 +139,66 @@ def _drop_placeholder_attributes(placeholders):
     parent = sys.modules.get(parent_name)
     if parent is not None and getattr(parent, child, None) is placeholder:
       delattr(parent, child)
+
+
+# -- The opt-in, lasting alias ------------------------------------------------
+_ALIAS = []  # The installed _TraxAliasFinder, if any.
+
+
+def _register_gin_names():
+  # Gin is optional for the alias itself; without it there is nothing to
+  # register.
+  try:
+    from tfnp_trax import _gin_registry  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return
+  _gin_registry.register_all()
+
+
+def alias_trax_modules():
+  """Makes `import trax` and `import trax.X` give tfnp_trax's modules.
+
+  Opt-in and lasting (until `unalias_trax_modules()`): Trax code and gin
+  configs that import `trax.layers`, `trax.models`, ... run unchanged, e.g.
+  a config with `import trax.layers` given to `gin.parse_config` itself
+  (each `trax.*` import also registers tfnp_trax's objects under Trax's gin
+  names). `import tfnp_trax` alone never does this. Calling it again does
+  nothing.
+
+  Example:
+    >>> import tfnp_trax
+    >>> tfnp_trax.alias_trax_modules()
+    >>> import trax.layers
+    >>> trax.layers is tfnp_trax.layers
+    True
+    >>> tfnp_trax.unalias_trax_modules()
+
+  Raises:
+    RuntimeError: a real `trax` package is already imported (the alias
+      would give one program two different `trax` modules).
+  """
+  with _LOCK:
+    if _ALIAS:
+      return
+    real = sys.modules.get('trax')
+    if real is not None and real is not sys.modules.get('tfnp_trax'):
+      raise RuntimeError(
+          f'alias_trax_modules: a real trax package is already imported '
+          f'({getattr(real, "__file__", real)!r}); import Trax or alias '
+          f'tfnp_trax under its name, not both, in one process.')
+    finder = _TraxAliasFinder(lambda name: False, _register_gin_names,
+                              explain_missing=True)
+    sys.meta_path.insert(0, finder)
+    _ALIAS.append(finder)
+
+
+def unalias_trax_modules():
+  """Undoes `alias_trax_modules()`: `trax.*` names are unbound again."""
+  with _LOCK:
+    while _ALIAS:
+      finder = _ALIAS.pop()
+      if finder in sys.meta_path:
+        sys.meta_path.remove(finder)
+      for name in [k for k in sys.modules if _is_trax_name(k)]:
+        if sys.modules[name] is sys.modules.get(tfnp_trax_name(name)):
+          del sys.modules[name]
