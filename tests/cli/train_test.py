@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 import tensorflow as tf
 
 from tests import _subprocess
