@@ -82,7 +82,8 @@ CASES = [
     Case('eval_task_zero_eval_batches',
          _eval_task([tl.WeightedCategoryAccuracy()], n_eval_batches=0),
          ValueError, r'EvalTask: n_eval_batches must be a positive integer '
-         r'\(a number of batches per eval\), got 0'),
+         r'\(a number of batches per eval, or None for a task that is never '
+         r'evaluated\), got 0'),
     Case('loop_output_dir_is_a_file', _loop_in(_a_file),
          checkpoints.CheckpointWriteError,
          r"Loop: output_dir '.*run\.txt' must be a writable folder, but Not "

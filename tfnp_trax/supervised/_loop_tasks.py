@@ -132,8 +132,9 @@ class EvalTask:
     if not self._metrics:
       raise ValueError('EvalTask: metrics is empty; give at least one metric '
                        'layer, e.g. metrics=[tl.WeightedCategoryAccuracy()].')
-    _check_period('EvalTask', 'n_eval_batches', n_eval_batches, None,
-                  unit='batches per eval')
+    # None as in Trax, where train(eval_steps=None) builds a never-run one.
+    _check_period('EvalTask', 'n_eval_batches', n_eval_batches,
+                  'a task that is never evaluated', unit='batches per eval')
     self._metric_names = list(metric_names or
                               [m.name for m in self._metrics])
     if len(self._metric_names) != len(self._metrics):

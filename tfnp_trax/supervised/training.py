@@ -90,6 +90,14 @@ class Loop:
   agree to stop after the same step (an all-reduce of a stop flag each
   step), so a signal to any one worker stops them all there.
 
+  Kills: a run killed outright (SIGKILL, a lost machine) resumes from its
+  newest checkpoint exactly as well. Checkpoints hold the running sums of
+  the training values and the eval data positions, and say whether their
+  step's evals and logs were still to come; a resumed Loop first finishes
+  that step (see `_finish_step`) and rewrites a permanent checkpoint of a
+  step whose rotating one exists but whose permanent copy the kill
+  prevented.
+
   Args:
     model: the model body; each task puts its loss layer after it.
     tasks: a TrainTask or a list of them.
