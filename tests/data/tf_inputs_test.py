@@ -128,7 +128,11 @@ def test_missing_local_vocab_file_names_the_path():
     tf_inputs.Tokenize(vocab_file='nope.subword', vocab_dir=VOCAB_DIR)
 
 
-def test_default_vocab_dir_is_never_downloaded_from():
+def test_default_vocab_dir_is_never_downloaded_from(monkeypatch):
+  # Offline (as CI is, and as TFNP_TRAX_OFFLINE makes any machine), Trax's
+  # remote default is refused at once with the fix.
+  monkeypatch.setenv('TFNP_TRAX_OFFLINE', '1')
+  monkeypatch.delenv('TFNP_TRAX_VOCAB_DIR', raising=False)
   with pytest.raises(FileNotFoundError,
                      match=r'vocabulary file gs://trax-ml/vocabs/en_8k.subword'
                      r" for vocab_type='subword' is a remote path and "

@@ -1,21 +1,98 @@
-"""Finds and loads a vocabulary for `Tokenize`, offline.
+"""Finds and loads a vocabulary for `Tokenize`.
 
-Trax reads vocabularies from `gs://trax-ml/vocabs/` by default. tfnp_trax
-never downloads: a vocabulary must be a local file, and a missing one fails
-at once with the path that was looked in and how to fix it.
+Trax reads vocabularies from `gs://trax-ml/vocabs/` by default, and so does
+tfnp_trax, through `tf.io.gfile`, when Cloud Storage answers a quick probe
+(one TCP connection with a 1-second timeout, asked once per process). The
+environment variable `TFNP_TRAX_VOCAB_DIR` replaces that default folder,
+e.g. with a local mirror (`export TFNP_TRAX_VOCAB_DIR=~/trax_vocabs`);
+`TFNP_TRAX_OFFLINE=1` never reads a remote path. A remote file is copied
+into a temporary folder first (the encoders read local files). A vocabulary
+that is neither local nor reachable fails at once with the path that was
+looked in and how to fix it.
 """
 
 import functools
+import hashlib
 import os
+import re
+import socket
+import tempfile
+import threading
 
 from tfnp_trax.data import text_encoder
 
-__all__ = ['DEFAULT_VOCAB_DIR', 'SentencePieceVocabulary', 'VOCAB_TYPES',
-           'get_vocab']
+__all__ = ['DEFAULT_VOCAB_DIR', 'OFFLINE_ENV', 'SentencePieceVocabulary',
+           'VOCAB_DIR_ENV', 'VOCAB_TYPES', 'default_vocab_dir', 'get_vocab']
 
 DEFAULT_VOCAB_DIR = 'gs://trax-ml/vocabs/'
+VOCAB_DIR_ENV = 'TFNP_TRAX_VOCAB_DIR'
+OFFLINE_ENV = 'TFNP_TRAX_OFFLINE'
 VOCAB_TYPES = ('char', 'subword', 'sentencepiece', 'bert', 'bert-lowercase')
-_REMOTE_PREFIXES = ('gs://', 'http://', 'https://', 's3://', 'hdfs://')
+_GCS_HOST = ('storage.googleapis.com', 443)
+_PROBE_TIMEOUT_S = 1.0
+_PROBED = {}  # host -> whether it answered (one probe per process).
+_PROBE_LOCK = threading.Lock()
+
+
+def default_vocab_dir():
+  """The folder used without `vocab_dir`: $TFNP_TRAX_VOCAB_DIR, else Trax's."""
+  return os.path.expanduser(os.environ.get(VOCAB_DIR_ENV) or
+                            DEFAULT_VOCAB_DIR)
+
+
+def _has_scheme(path):
+  # `gs://...`, `ram://...`: a path for tf.io.gfile, not the local disk.
+  return bool(re.match(r'[A-Za-z][A-Za-z0-9+.-]*://', path))
+
+
+def _reachable(path):
+  """Whether `path`'s file system may be read now (quick; never hangs)."""
+  if os.environ.get(OFFLINE_ENV, '') not in ('', '0'):
+    return False
+  if not path.startswith('gs://'):
+    return True  # Local to tf.io.gfile (ram://) or its own quick error.
+  with _PROBE_LOCK:
+    if _GCS_HOST not in _PROBED:
+      result = []
+
+      def probe():
+        try:
+          socket.create_connection(_GCS_HOST, timeout=_PROBE_TIMEOUT_S).close()
+          result.append(True)
+        except OSError:
+          pass
+      # In a thread with a deadline: a name lookup may outlast the
+      # connection timeout.
+      thread = threading.Thread(target=probe, daemon=True)
+      thread.start()
+      thread.join(2 * _PROBE_TIMEOUT_S)
+      _PROBED[_GCS_HOST] = bool(result)
+    return _PROBED[_GCS_HOST]
+
+
+def _local_copy(caller, vocab_type, path):
+  """Copies a `tf.io.gfile` path to a temporary file; returns its path."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  try:
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      data = f.read()
+  except (tf.errors.OpError, OSError) as e:
+    raise FileNotFoundError(
+        f"{caller}: vocabulary file {path} for vocab_type='{vocab_type}' "
+        f'could not be read through tf.io.gfile ({type(e).__name__}: '
+        f'{str(e).strip()[:200]}). Check the path, or copy the file to a '
+        f'local directory and pass vocab_dir=<that directory> (or set '
+        f'{VOCAB_DIR_ENV}).') from None
+  folder = os.path.join(tempfile.gettempdir(), 'tfnp_trax_vocabs',
+                        hashlib.sha256(path.encode()).hexdigest()[:16])
+  os.makedirs(folder, exist_ok=True)
+  local = os.path.join(folder, os.path.basename(path))
+  # Written whole, then renamed: a concurrent reader never sees part of it.
+  fd, tmp = tempfile.mkstemp(dir=folder)
+  with os.fdopen(fd, 'wb') as f:
+    f.write(data)
+  os.replace(tmp, local)
+  return local
 
 
 class SentencePieceVocabulary:
@@ -84,13 +161,15 @@ class SentencePieceVocabulary:
 
 
 def _missing_file_error(caller, vocab_type, path, vocab_dir_given):
-  remote = path.startswith(_REMOTE_PREFIXES)
-  why = ('is a remote path and tfnp_trax never downloads'
+  remote = _has_scheme(path)
+  why = ('is a remote path and tfnp_trax never downloads while it cannot '
+         f'reach it (offline, or {OFFLINE_ENV} set)'
          if remote else 'does not exist')
   fix = ('Copy the vocabulary file to a local directory and pass '
          'vocab_dir=<that directory>')
   if not vocab_dir_given:
-    fix += f" (vocab_dir defaults to Trax's {DEFAULT_VOCAB_DIR})"
+    fix += (f' or set {VOCAB_DIR_ENV}=<that directory> (vocab_dir '
+            f'defaults to {default_vocab_dir()})')
   return FileNotFoundError(
       f"{caller}: vocabulary file {path} for vocab_type='{vocab_type}' "
       f'{why}. {fix}.')
@@ -114,14 +193,17 @@ def get_vocab(vocab_type='subword', vocab_file=None, vocab_dir=None,
   Args:
     vocab_type: one of `VOCAB_TYPES`.
     vocab_file: file name inside `vocab_dir` (not used for `'char'`).
-    vocab_dir: directory of `vocab_file`; Trax's default is the remote
-      `gs://trax-ml/vocabs/`, which is never read here.
+    vocab_dir: directory of `vocab_file` (any `tf.io.gfile` path); default
+      `default_vocab_dir()`: $TFNP_TRAX_VOCAB_DIR, else Trax's
+      `gs://trax-ml/vocabs/` (read only when reachable, see the module
+      docstring).
     extra_ids: sentinel ids added after a SentencePiece vocabulary.
     caller: name used in error messages.
 
   Raises:
     ValueError: for an unknown `vocab_type` or a missing `vocab_file`.
-    FileNotFoundError: when the file is not a local, existing file.
+    FileNotFoundError: when the file is neither a local file nor a
+      readable one on a reachable remote file system.
   """
   if vocab_type not in VOCAB_TYPES:
     raise ValueError(
@@ -133,9 +215,11 @@ def get_vocab(vocab_type='subword', vocab_file=None, vocab_dir=None,
   if not vocab_file:
     raise ValueError(f"{caller}: vocab_type='{vocab_type}' needs vocab_file "
                      '(a file name inside vocab_dir), got None.')
-  path = os.path.join(vocab_dir or DEFAULT_VOCAB_DIR, vocab_file)
-  if path.startswith(_REMOTE_PREFIXES):
-    raise _missing_file_error(caller, vocab_type, path, bool(vocab_dir))
+  path = os.path.join(vocab_dir or default_vocab_dir(), vocab_file)
+  if _has_scheme(path):
+    if not _reachable(path):
+      raise _missing_file_error(caller, vocab_type, path, bool(vocab_dir))
+    path = _local_copy(caller, vocab_type, path)
   path = os.path.expanduser(path)
   if os.path.isdir(path):
     raise IsADirectoryError(
