@@ -188,7 +188,7 @@ def test_python_gzip_misses_only_hints_reserved_flags_and_padding(saved):
     ('trailing_zeros', lambda d: d + b'\0' * 4,
      r'4 bytes after the end of the gzip stream'),
     ('two_members_one_bad', lambda d: d + _flip(d, len(d) - 6, 3),
-     r'CRC check failed on the gzip member 1 \(at byte \d+\)'),
+     r'CRC check failed on the gzip member 1 at byte \d+ \(stored'),
     ('header_crc', lambda d: d[:3] + bytes([d[3] | 2]) + d[4:],
      r'header CRC check failed|compressed data .* is invalid'),
 ])

@@ -99,8 +99,8 @@ def read(file_obj):
   stream = _Input(file_obj)
   head = stream.take(2)
   if not head:
-    raise GzipDataError('the file is empty (0 bytes)',
-                        'an interrupted write or copy? ' + _TRUNCATED)
+    raise GzipDataError('the file is empty (0 bytes)', 'an interrupted '
+                        'write or copy? Save or copy it again')
   if head == _MAGIC[:1]:
     raise GzipDataError('file ends 1 byte into the gzip header', _TRUNCATED)
   if head != _MAGIC:
@@ -118,8 +118,8 @@ def read(file_obj):
     if member and magic != _MAGIC[:len(magic)]:
       extra = len(magic) + stream.count_rest()
       raise GzipDataError(
-          f'{extra} bytes after the end of the gzip stream (at byte '
-          f'{stream.offset - len(magic)})', _CORRUPT)
+          f'{extra} bytes after the end of the gzip stream, from byte '
+          f'{stream.offset - len(magic)}', _CORRUPT)
     stream.push_back(magic)
     parts.extend(_member(stream, member))
     member += 1
@@ -127,7 +127,7 @@ def read(file_obj):
 
 def _member(stream, index):
   """Reads one member (header, deflate data, trailer); returns its data."""
-  where = (f'gzip member {index} (at byte {stream.offset})' if index else
+  where = (f'gzip member {index} at byte {stream.offset}' if index else
            'gzip stream')
   _header(stream, where)
   parts, crc, size = _deflate(stream, where)

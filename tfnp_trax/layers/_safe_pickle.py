@@ -205,15 +205,10 @@ class _SafeUnpickler(pickle._Unpickler):  # pylint: disable=protected-access
 
   dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
 
-  def _invalid_opcode(self):
-    # The base class would raise a bare KeyError for a byte that is no
-    # opcode (a corrupt or foreign file); say what it is instead.
-    raise pickle.UnpicklingError(
-        'invalid load key (a byte that is no pickle opcode): the data is '
-        'corrupt or not a pickle')
-
-  for _code in range(256):
-    dispatch.setdefault(_code, _invalid_opcode)
+  # The base class raises a bare KeyError for a byte that is no opcode (a
+  # corrupt or foreign file); these say what it is instead.
+  for _code in set(range(256)) - set(dispatch):
+    dispatch[_code] = lambda self, code=_code: _invalid_opcode(code)
   del _code
 
   def load_build(self):
@@ -245,6 +240,12 @@ class _SafeUnpickler(pickle._Unpickler):  # pylint: disable=protected-access
     raise UnsafePickleError(
         f'{self._source}: refusing persistent id {pid!r}; Trax weight files '
         f'have none.')
+
+
+def _invalid_opcode(code):
+  raise pickle.UnpicklingError(
+      f'invalid load key {bytes([code])!r}: no pickle opcode; the data is '
+      f'corrupt or not a pickle')
 
 
 def _convert(obj):

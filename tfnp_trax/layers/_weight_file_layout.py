@@ -48,7 +48,8 @@ def leaf_kind(dtype):
 def _describe(x):
   if isinstance(x, (onp.ndarray, onp.generic)):
     return f'an array of dtype {x.dtype}'
-  return f'a {type(x).__name__} ({x!r:.40})'
+  name = type(x).__name__
+  return f'{"an" if name[0] in "aeiou" else "a"} {name} ({x!r:.40})'
 
 
 def _leaf_problem(x):
