@@ -394,11 +394,9 @@ class Loop:
       progress.reset()
     progress.pending = False
     if self._checkpoint_at(step):
-      if self._checkpoint_low_metric is not None and self._at_best(
-          self._checkpoint_low_metric, min):
+      if self._checkpoint_low_metric is not None and self._at_lowest():
         self.save_checkpoint(f'lowest_{self._checkpoint_low_metric}')
-      if self._checkpoint_high_metric is not None and self._at_best(
-          self._checkpoint_high_metric, max):
+      if self._checkpoint_high_metric is not None and self._at_highest():
         self.save_checkpoint(f'highest_{self._checkpoint_high_metric}')
     if logged:
       # Last, so a kill before it leaves the step pending and a resumed run
