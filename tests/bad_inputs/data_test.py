@@ -199,6 +199,28 @@ CASES = [
          lambda: data.detokenize([1, 2], vocab_type='wordpiece'), ValueError,
          r'detokenize: vocab_type must be "subword", "char", .* but got '
          r'wordpiece'),
+    Case('data_tokenize_a_number_field',
+         _first(lambda: data.Tokenize(keys=[1], vocab_type='char'),
+                lambda: iter([('hi', np.ones(3))])), ValueError,
+         r'Tokenize: a field chosen for tokenizing holds ndarray .*only text '
+         r'\(str or bytes\) can be tokenized. Choose the text fields with '
+         r'keys='),
+    Case('data_tokenize_a_number_field_dataset',
+         _first(lambda: data.Tokenize(keys=[1], vocab_type='char'),
+                lambda: tf.data.Dataset.from_tensors(('hi', 3.0))),
+         ValueError, r"Tokenize: field 1 of the dataset has dtype float32; "
+         r"only tf.string fields can be tokenized. Choose the text fields "
+         r"with keys="),
+    Case('data_tokenize_invalid_utf8',
+         _first(lambda: data.Tokenize(vocab_type='char'),
+                lambda: iter([(b'caf\xe9',)])), ValueError,
+         r'Tokenize: a text is not valid UTF-8, so it has no characters to '
+         r'tokenize'),
+    Case('data_tokenize_invalid_utf8_dataset',
+         _first(lambda: data.Tokenize(vocab_type='char'),
+                lambda: tf.data.Dataset.from_tensors((b'caf\xe9',))),
+         tf.errors.InvalidArgumentError, r'Tokenize: a text is not valid '
+         r'UTF-8, so it has no characters to tokenize'),
     # -- Ids outside a vocabulary ---------------------------------------------
     Case('data_char_detokenize_id_beyond_bytes',
          lambda: data.detokenize([104, 300], vocab_type='char'), ValueError,

@@ -212,6 +212,10 @@ CASES = [
     Case('keras_batch_size_float',
          lambda: export.AsKeras(_mlp(), batch_size=2.5), TypeError,
          r'AsKeras: batch_size must be a positive int or None, got 2.5'),
+    Case('keras_input_dtype_unknown',
+         lambda: export.AsKeras(_mlp(), input_dtype=('float32', 'f32x')),
+         TypeError, r"AsKeras: input_dtype must be a dtype \(or nested "
+         r"dtypes, one per input\).*got 'f32x'"),
     Case('from_keras_no_inputs',
          lambda: export.FromKeras(tf.keras.layers.Dense(3), n_in=0),
          ValueError, r'FromKeras: n_in must be a positive int, got 0'),

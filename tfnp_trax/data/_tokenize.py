@@ -27,11 +27,31 @@ __all__ = ['ConvertToUnicode', 'SentencePieceTokenize', 'Tokenize',
 T5_DEFAULT_SPM_PATH = 'gs://t5-data/vocabs/cc_all.32000/sentencepiece.model'
 
 
-def _encode(vocab, text, n_reserved_ids):
+def _is_text(x):
+  if isinstance(x, np.ndarray) and x.ndim == 0:
+    x = x.item()
+  return isinstance(x, (str, bytes))
+
+
+def _encode(vocab, text, n_reserved_ids, caller='Tokenize'):
   if isinstance(text, np.ndarray) and text.ndim == 0:
     text = text.item()
+  if not isinstance(text, (str, bytes)):
+    # Subword and BERT encoders would tokenize the value's repr instead.
+    raise ValueError(
+        f'{caller}: a field chosen for tokenizing holds '
+        f'{type(text).__name__} {text!r:.60}; only text (str or bytes) can '
+        f'be tokenized. Choose the text fields with keys=[...] (positions '
+        f'of tuples, names of dicts).')
   if isinstance(text, bytes):
-    text = text.decode('utf-8')
+    try:
+      text = text.decode('utf-8')
+    except UnicodeDecodeError as e:
+      # The words of the tf.data path's check, so both paths read alike.
+      raise ValueError(
+          f'{caller}: a text is not valid UTF-8, so it has no characters to '
+          f'tokenize; decode or clean the text first (byte {e.start} of '
+          f'{text[:40]!r}).') from None
   # int64 even for an empty string (Trax gives float64 there, which breaks
   # batching with the non-empty examples).
   return np.asarray(vocab.encode(text), dtype=np.int64) + n_reserved_ids
@@ -217,7 +237,16 @@ def tokenize(stream, keys=None, vocab_type='subword', vocab_file=None,
   if is_dataset(stream):
     one, _ = _tensor_encoders(vocab, vocab_type, encode, n_reserved_ids)
     return _map_dataset(stream, keys, one, 'Tokenize')
-  return (_map_fields(example, keys, encode) for example in stream)
+  return (_encode_example(example, keys, encode) for example in stream)
+
+
+def _encode_example(example, keys, encode):
+  if keys is None and isinstance(example, (list, tuple, dict)):
+    # keys=None picks every text field, as on a Dataset; Trax would fail on
+    # the other fields.
+    return _map_fields(example, None,
+                       lambda x: encode(x) if _is_text(x) else x)
+  return _map_fields(example, keys, encode)
 
 
 def _tensor_encoders(vocab, vocab_type, encode, n_reserved_ids):
@@ -324,7 +353,7 @@ def sentencepiece_tokenize(stream, spm_path=None, extra_ids=0):
   for example in stream:
     if isinstance(example, tuple):
       example = example[0]
-    yield _encode(vocab, example, 0)
+    yield _encode(vocab, example, 0, 'SentencePieceTokenize')
 
 
 def SentencePieceTokenize(spm_path=None, extra_ids=0):  # pylint: disable=invalid-name

@@ -34,6 +34,22 @@ def _key(rng, what):
   return key
 
 
+def _check_dtypes(input_dtype):
+  """Raises unless every leaf of `input_dtype` is a dtype.
+
+  Checked when wrapping: the dtypes are only read when Keras builds the
+  layer, far from the call that gave them.
+  """
+  for dtype in fastmath.tree_flatten(input_dtype):
+    try:
+      tf.as_dtype(dtype)
+    except TypeError:
+      raise TypeError(f'AsKeras: input_dtype must be a dtype (or nested '
+                      f'dtypes, one per input), e.g. \'float32\' or '
+                      f'(\'int32\', \'float32\'), got {dtype!r} in '
+                      f'{input_dtype!r}.') from None
+
+
 def _weight_name(name):
   # Keras names may not contain '/'.
   return name.replace('/', '.')
@@ -89,6 +105,8 @@ class AsKeras(keras.layers.Layer):
           f'dict, got {type(layer).__name__} ({layer!r:.80}). Wrap a layer, '
           f'e.g. AsKeras(tl.Serial(tl.Dense(8), tl.Relu())).')
     _args.check_count(batch_size, 'batch_size', 'AsKeras', allow_none=True)
+    if input_dtype is not None:
+      _check_dtypes(input_dtype)
     self._held = _trees.Held(layer=factory() if factory else layer,
                        factory=factory, templates=None, weight_vars=[],
                        state_vars=[])
