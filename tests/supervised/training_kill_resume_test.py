@@ -158,3 +158,9 @@ def test_read_only_output_dir_fails_at_construction(tmp_path):
       _loop(str(tmp_path / 'run'))
   finally:
     tmp_path.chmod(0o700)
+
+
+def test_probe_file_of_a_process_killed_while_probing_is_removed(tmp_path):
+  (tmp_path / '.write-probe-0123abcd').write_text('')
+  _loop(str(tmp_path))
+  assert not [n for n in os.listdir(tmp_path) if n.startswith('.')]

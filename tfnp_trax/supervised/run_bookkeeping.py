@@ -34,6 +34,7 @@ __all__ = ['RunBookkeeping', 'Preempted', 'CHECKPOINT_ERRORS']
 
 Preempted = _preemption.Preempted
 CHECKPOINT_ERRORS = ('raise', 'warn')
+_PROBE = '.write-probe-'  # The file that shows output_dir is writable.
 
 
 def _say(message):
@@ -332,12 +333,18 @@ def _check_writable(owner, output_dir):
   """
   if '://' in output_dir:  # A remote filesystem: its own client checks.
     return
-  probe = os.path.join(output_dir, f'.write-probe-{uuid.uuid4().hex[:8]}')
+  probe = os.path.join(output_dir, f'{_PROBE}{uuid.uuid4().hex[:8]}')
   try:
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
       raise NotADirectoryError(20, 'Not a directory (it is a file)',
                                output_dir)
     os.makedirs(output_dir, exist_ok=True)
+    for stale in os.listdir(output_dir):  # From a process killed right here.
+      if stale.startswith(_PROBE):
+        try:
+          os.remove(os.path.join(output_dir, stale))
+        except FileNotFoundError:
+          pass
     with open(probe, 'w'):
       pass
     os.remove(probe)
