@@ -1,4 +1,12 @@
-"""The `tfnp-trax` command: `tfnp-trax train ...` and `tfnp-trax rl ...`."""
+"""The `tfnp-trax` command: `tfnp-trax train ...` and `tfnp-trax rl ...`.
+
+Each command's flags live in a module free of TensorFlow (`_train_flags`,
+`_rl_flags`; `_trainer_flags` for `python -m tfnp_trax.trainer`) with a
+`validate` that checks ranges, combinations and folders, so that a bad
+value is a usage error (exit 2, two lines naming the flag) before
+TensorFlow is imported (`_preflight`). Without --output_dir, runs go to the
+user's cache folder (`_cache_dir`).
+"""
 
 import importlib
 import sys
