@@ -137,6 +137,21 @@ CASES = [
          lambda: data.TruncateToLength([(256,)]), TypeError,
          r'TruncateToLength: len_map must be a dict from example position to '
          r'shape'),
+    # -- Batching dicts --------------------------------------------------------
+    Case('data_batch_dicts_with_different_keys',
+         _first(lambda: data.Batch(2),
+                lambda: iter([{'a': np.ones(2)}, {'b': np.ones(2)}])),
+         ValueError, r"Batch: example 1 has keys \['b'\], but example 0 has "
+         r"\['a'\]; dicts batched together need the same keys"),
+    Case('data_batch_dicts_and_tuples',
+         _first(lambda: data.Batch(2),
+                lambda: iter([{'a': np.ones(2)}, (np.ones(2),)])),
+         ValueError, r"Batch: examples 0..1 mix kinds \['dict', 'tuple'\]; "
+         r"batch either dicts or tuples"),
+    Case('data_unbatch_a_list',
+         _first(lambda: data.UnBatch(), lambda: iter([[np.ones((2, 3))]])),
+         ValueError, r'UnBatch: batch 0 is a list, expected a tuple \(or '
+         r'dict\) of arrays'),
     # -- Other steps -----------------------------------------------------------
     Case('data_log_every_zero_examples', lambda: data.Log(0), ValueError,
          r'Log: n_steps_per_example must be positive, got 0'),

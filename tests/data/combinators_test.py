@@ -29,3 +29,43 @@ def test_shuffle_refuses_a_float_queue_before_reading_the_stream():
   with pytest.raises(TypeError, match=r'queue_size must be an int'):
     next(data.shuffle(endless(), 4.0))
   assert not read
+
+
+def _dict_examples():
+  return [{'a': np.array([1, 2], np.int32), 'b': np.array([5], np.int32)},
+          {'a': np.array([3], np.int32), 'b': np.array([6, 7], np.int32)}]
+
+
+def _dict_dataset():
+  spec = tf.TensorSpec([None], tf.int32)
+  return tf.data.Dataset.from_generator(lambda: iter(_dict_examples()),
+                                        output_signature={'a': spec,
+                                                          'b': spec})
+
+
+def test_batch_stacks_dicts_key_by_key_on_both_paths():
+  step = data.Batch(2)
+  from_python = next(step(iter(_dict_examples())))
+  from_dataset = next(data.to_stream(step(_dict_dataset())))
+  for got in (from_python, from_dataset):
+    assert sorted(got) == ['a', 'b']
+    # Each key padded with zeros to its longest value, as padded_batch does.
+    np.testing.assert_array_equal(got['a'], [[1, 2], [3, 0]])
+    np.testing.assert_array_equal(got['b'], [[5, 0], [6, 7]])
+
+
+def test_unbatch_splits_dict_batches_on_both_paths():
+  step = data.Serial(data.Batch(2), data.UnBatch())
+  from_python = list(step(iter(_dict_examples())))
+  from_dataset = list(data.to_stream(step(_dict_dataset())))
+  for got in (from_python, from_dataset):
+    np.testing.assert_array_equal(got[0]['a'], [1, 2])
+    np.testing.assert_array_equal(got[1]['a'], [3, 0])
+    np.testing.assert_array_equal(got[1]['b'], [6, 7])
+
+
+def test_batch_names_dicts_whose_keys_differ():
+  examples = [{'a': np.ones(2)}, {'b': np.ones(2)}]
+  with pytest.raises(ValueError, match=r"Batch: example 1 has keys \['b'\], "
+                     r"but example 0 has \['a'\]"):
+    next(data.Batch(2)(iter(examples)))

@@ -284,8 +284,32 @@ def Shuffle(queue_size=1024):  # pylint: disable=invalid-name
               block_fn)
 
 
+def _batch_dicts(examples, where, first_index):
+  """Stacks dict examples key by key, as `padded_batch` does on a Dataset.
+
+  Trax's `batch` zips the dicts' keys instead, giving arrays of key names.
+  """
+  if not all(isinstance(e, dict) for e in examples):
+    kinds = sorted({type(e).__name__ for e in examples})
+    raise ValueError(f'{where}: examples {first_index}..'
+                     f'{first_index + len(examples) - 1} mix kinds {kinds}; '
+                     f'batch either dicts or tuples.')
+  keys = list(examples[0])
+  for j, e in enumerate(examples):
+    if set(e) != set(keys):
+      raise ValueError(f'{where}: example {first_index + j} has keys '
+                       f'{sorted(e)}, but example {first_index} has '
+                       f'{sorted(keys)}; dicts batched together need the '
+                       f'same keys.')
+  columns = _batch_arrays([tuple(e[k] for k in keys) for e in examples],
+                          where, first_index)
+  return dict(zip(keys, columns))
+
+
 def _batch_arrays(examples, where, first_index):
   """Stacks a list of example tuples position by position, padding to max."""
+  if any(isinstance(e, dict) for e in examples):
+    return _batch_dicts(examples, where, first_index)
   arities = {len(e) if isinstance(e, (tuple, list)) else 1 for e in examples}
   if len(arities) > 1:
     raise ValueError(f'{where}: examples {first_index}..'
@@ -357,18 +381,25 @@ def Batch(batch_size):  # pylint: disable=invalid-name
 
 
 def UnBatch():  # pylint: disable=invalid-name
-  """Splits batched tuples back into examples, in order."""
+  """Splits batches (tuples, or dicts as `Dataset.unbatch` does) apart."""
+  def split(i, batched):
+    sizes = [np.shape(x)[0] for x in batched]
+    if len(set(sizes)) != 1:
+      raise ValueError(f'UnBatch: batch {i} has leading sizes {sizes}; all '
+                       f'positions must share one batch size.')
+    return (tuple(x[j] for x in batched) for j in range(sizes[0]))
+
   def python_fn(generator):
     for i, batched in enumerate(generator):
-      if not isinstance(batched, tuple):
+      if isinstance(batched, dict):
+        keys = list(batched)
+        for values in split(i, tuple(batched.values())):
+          yield dict(zip(keys, values))
+      elif isinstance(batched, tuple):
+        yield from split(i, batched)
+      else:
         raise ValueError(f'UnBatch: batch {i} is a {type(batched).__name__}, '
-                         f'expected a tuple of arrays.')
-      sizes = [np.shape(x)[0] for x in batched]
-      if len(set(sizes)) != 1:
-        raise ValueError(f'UnBatch: batch {i} has leading sizes {sizes}; all '
-                         f'positions must share one batch size.')
-      for j in range(sizes[0]):
-        yield tuple(x[j] for x in batched)
+                         f'expected a tuple (or dict) of arrays.')
   return Step('UnBatch', python_fn, lambda ds: ds.unbatch())
 
 
