@@ -49,9 +49,11 @@ from tfnp_trax import gin_config
 from tfnp_trax import layers as tl
 from tfnp_trax.optimizers import _validation
 from tfnp_trax.supervised import training
+from tfnp_trax.supervised._epoch_trainer import Trainer
+from tfnp_trax.supervised._epoch_trainer import epochs
 
-__all__ = ['train', 'named_stream', 'num_devices', 'NamedStream',
-           'default_metrics', 'log']
+__all__ = ['Trainer', 'epochs', 'train', 'named_stream', 'num_devices',
+           'NamedStream', 'default_metrics', 'log']
 
 NamedStream = collections.namedtuple('NamedStream', ['name', 'stream'])
 
