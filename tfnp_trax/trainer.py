@@ -123,16 +123,25 @@ def run_configs(prog, config_files, bindings, output_dir=None):
   A config that cannot be parsed (a missing file, an unknown name, a typo)
   is a usage error: its message goes to stderr as `prog: ...` and the code
   is 2. Only parsing is guarded: an OSError while training (e.g. a full
-  disk) is no usage error and keeps its traceback.
+  disk) is no usage error and keeps its traceback. A binding of the wrong
+  type (`train.steps = 'ten'`, `Adam.b1 = "high"`), found when the run
+  builds the optimizer or enters `train`, is a usage error too.
   """
-  from tfnp_trax import gin_config  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import gin_config
+  from tfnp_trax.optimizers import _validation
+  # pylint: enable=g-import-not-at-top
   try:
     gin_config.parse_config_files_and_bindings(config_files, bindings)
   except (gin_config.GinConfigError, OSError) as e:
     # gin's OSError names the file: "Unable to open file: X.gin ...".
     print(f'{prog}: {e}', file=sys.stderr)
     return 2
-  _train_parsed(output_dir)
+  try:
+    _train_parsed(output_dir)
+  except _validation.HyperparameterTypeError as e:
+    print(f'{prog}: {e}', file=sys.stderr)
+    return 2
   return 0
 
 

@@ -272,6 +272,17 @@ CASES = [
          lambda tmp_path: trainer_lib.train(str(tmp_path), model=None,
                                             random_seed='0'), TypeError,
          r"train: random_seed must be a whole number or None, got '0'"),
+    Case('gin_train_steps_string_on_the_command_line',
+         _trainer(*[f'--config={b}' for b in _COPY_INPUTS],
+                  "--config=train.steps = 'ten'"), CliExit,
+         r"exit 2: trainer: train: steps must be a whole number, got 'ten' "
+         r"\(str\); in a gin file write train.steps = 1000"),
+    Case('gin_adam_learning_rate_string_on_the_command_line',
+         _trainer(*[f'--config={b}' for b in _COPY_INPUTS],
+                  '--config=train.optimizer = @trax.optimizers.Adam',
+                  "--config=Adam.learning_rate = 'fast'"), CliExit,
+         r"exit 2: trainer: Adam: learning_rate must be a number, got 'fast' "
+         r"\(str\)"),
     Case('gin_unknown_configurable', _trainer('--config=Adamm.b1 = 0.9'),
          CliExit, r"exit 2: trainer: Unknown gin configurable 'Adamm'\. Did "
          r"you mean 'Adam'\?"),

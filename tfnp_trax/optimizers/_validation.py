@@ -15,8 +15,16 @@ import numbers
 
 import numpy as onp
 
-__all__ = ['is_number', 'is_integer', 'number_error', 'check_numbers',
+__all__ = ['HyperparameterTypeError', 'is_number', 'is_integer', 'number_error', 'check_numbers',
            'check_integers', 'default_of']
+
+
+class HyperparameterTypeError(TypeError):
+  """A hyperparameter (or `train` argument) of the wrong type.
+
+  Its own class so that the command line can report it as a usage error
+  (a gin binding of the wrong type) without hiding other TypeErrors.
+  """
 
 
 def is_number(value):
@@ -85,13 +93,13 @@ def _check(component, params, optional, test, kind):
     if not test(value):
       expected = kind + (' or None' if param in optional else '')
       example = default_of(component, param)
-      raise TypeError(number_error(
+      raise HyperparameterTypeError(number_error(
           component.__name__, param, value, expected,
           example if test(example) else None))
 
 
 def check_numbers(component_class, params, optional=()):
-  """Raises TypeError for a value in `params` that is not a number.
+  """Raises HyperparameterTypeError for a value that is not a number.
 
   Args:
     component_class: the class (or function) the values were given to; its
@@ -103,7 +111,7 @@ def check_numbers(component_class, params, optional=()):
 
 
 def check_integers(function, params, optional=(), lists=()):
-  """Raises TypeError for a value in `params` that is not a whole number.
+  """Raises HyperparameterTypeError for a value that is not a whole number.
 
   Args:
     function: the function the values were given to (e.g. `train`); its
@@ -123,9 +131,10 @@ def check_integers(function, params, optional=(), lists=()):
     expected = 'a list of whole numbers' + (
         ' or None' if param in optional else '')
     if isinstance(value, (str, bytes)) or not hasattr(value, '__iter__'):
-      raise TypeError(number_error(function.__name__, param, value,
-                                   expected, [100, 200]))
+      raise HyperparameterTypeError(number_error(
+          function.__name__, param, value, expected, [100, 200]))
     bad = [v for v in value if not is_integer(v)]
     if bad:
-      raise TypeError(f'{number_error(function.__name__, param, value, expected)[:-1]}'
-                      f', and {bad[0]!r} is not one.')
+      raise HyperparameterTypeError(
+          f'{number_error(function.__name__, param, value, expected)[:-1]}'
+          f', and {bad[0]!r} is not one.')

@@ -111,7 +111,7 @@ class Optimizer:
     if isinstance(learning_rate, bool) or not (
         isinstance(learning_rate, (int, float)) or
         hasattr(learning_rate, 'dtype')):
-      raise TypeError(
+      raise _validation.HyperparameterTypeError(
           f'{type(self).__name__}: learning_rate must be a number, got '
           f'{learning_rate!r} ({type(learning_rate).__name__}). A schedule '
           f'(step -> rate) goes to TrainTask(lr_schedule=...), not to the '
