@@ -58,7 +58,7 @@ def writable_folder(flag, path, default=False):
     return
   shown = f'{path!r}' + (' (the default)' if default else '')
   fix = (f' Choose another folder with --{flag}.' if default else
-         f' Choose a folder you can write.')
+         ' Choose a folder you can write.')
   full = os.path.abspath(os.path.expanduser(path))
   if os.path.exists(full):
     require(os.path.isdir(full),
