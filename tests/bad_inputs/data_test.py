@@ -162,6 +162,30 @@ CASES = [
          _first(lambda: data.AppendValue({5: [1]}),
                 lambda: data.to_dataset(_pairs())), ValueError,
          r'AppendValue: val has key 5, but examples have 2 value\(s\)'),
+    Case('data_prefix_lm_zero_lengths', lambda: data.PrefixLM(0, 0),
+         ValueError, r'PrefixLM: input_length and output_length are both 0, '
+         r'so each pair would be empty and never advance'),
+    Case('data_prefix_lm_negative_length', lambda: data.PrefixLM(-1, 5),
+         ValueError, r'PrefixLM: input_length must be >= 0, got -1'),
+    Case('data_prefetch_zero', lambda: data.Prefetch(0), ValueError,
+         r'Prefetch: n_prefetch must be positive, got 0'),
+    Case('data_parallel_negative_counter',
+         lambda: data.Parallel([_pairs, _pairs], counters=[-1, 2]),
+         ValueError, r'Parallel: counters\[0\] is -1; counters are ints >= '
+         r'0'),
+    Case('data_parallel_fractional_counter',
+         lambda: data.Parallel([_pairs, _pairs], counters=[1.5, 1]),
+         ValueError, r'Parallel: counters\[0\] is 1.5; counters are ints'),
+    Case('data_parallel_stream_not_callable',
+         lambda: data.Parallel([_pairs, 3]), TypeError,
+         r'Parallel: stream 1 must be a stream function .*got 3'),
+    Case('data_cast_to_unknown_dtype', lambda: data.CastTo('int33'),
+         TypeError, r"CastTo: dtype must be a NumPy dtype \(e.g. np.int32\), "
+         r"got 'int33'"),
+    Case('data_add_loss_weights_id_a_string',
+         lambda: data.AddLossWeights(id_to_mask='<pad>'), TypeError,
+         r"AddLossWeights: id_to_mask must be the int id of padding \(e.g. "
+         r"0\) or None, got '<pad>'"),
     # -- Shuffle ---------------------------------------------------------------
     Case('data_shuffle_float_queue', lambda: data.Shuffle(2.5), TypeError,
          r'Shuffle: queue_size must be an int number of examples \(>= 1\), '

@@ -1,4 +1,4 @@
-"""Shuffle's queue size: NumPy ints are sizes, floats are refused."""
+"""Shuffle, Batch, UnBatch and Parallel: what they take, on both paths."""
 
 import numpy as np
 import pytest
@@ -69,3 +69,19 @@ def test_batch_names_dicts_whose_keys_differ():
   with pytest.raises(ValueError, match=r"Batch: example 1 has keys \['b'\], "
                      r"but example 0 has \['a'\]"):
     next(data.Batch(2)(iter(examples)))
+
+
+def test_parallel_takes_whole_float_counters_as_ints():
+  a = [(np.array([i]),) for i in range(0, 30)]
+  b = [(np.array([i]),) for i in range(100, 130)]
+
+  def first(counters, n=9):
+    mixed = data.Parallel([lambda: iter(a), lambda: iter(b)],
+                          counters=counters)()
+    return [int(next(mixed)[0][0]) for _ in range(n)]
+  got = first([2.0, 1])
+  assert got == first([2, 1])
+  # Two from the first stream for each one from the second, in order.
+  assert [x for x in got if x < 100] == list(range(6))
+  assert [x for x in got if x >= 100] == [100, 101, 102]
+

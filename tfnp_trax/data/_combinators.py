@@ -163,10 +163,24 @@ def Parallel(fns=None, counters=None, reweight_by_minimum=False,  # pylint: disa
     A stream function.
   """
   fns = list(fns or [])
+  for i, f in enumerate(fns):
+    if not callable(f):
+      raise TypeError(f'Parallel: stream {i} must be a stream function (e.g. '
+                      f'data.TFDS(...)), got {f!r:.60}.')
   if counters:
     if len(counters) != len(fns):
       raise ValueError(f'Parallel: got {len(fns)} streams but {len(counters)}'
                        f' counters ({list(counters)}); give one per stream.')
+    for i, c in enumerate(counters):
+      # Whole floats (2.0, as configs may give) count; a fraction would keep
+      # the rounds from ever completing.
+      whole = isinstance(c, (int, np.integer, float, np.floating)) and (
+          not isinstance(c, bool)) and float(c).is_integer()
+      if not whole or c < 0:
+        raise ValueError(f'Parallel: counters[{i}] is {c!r}; counters are '
+                         f'ints >= 0 (how many examples to draw from each '
+                         f'stream per round; 0 drops it).')
+    counters = [int(c) for c in counters]
     kept = [i for i, c in enumerate(counters) if c != 0]
     fns = [fns[i] for i in kept]
     counters = [counters[i] for i in kept]
@@ -207,7 +221,15 @@ def Parallel(fns=None, counters=None, reweight_by_minimum=False,  # pylint: disa
       return mix_datasets(streams)
     return mix_streams(streams)
 
-  return Step('Parallel', run, run)
+  return _ParallelStep('Parallel', run, run)
+
+
+class _ParallelStep(Step):
+  """Parallel's step, called with the incoming stream as Trax names it."""
+
+  def __call__(self, gen=None):  # pylint: disable=arguments-renamed
+    # Trax's `parallel_generator(gen=None)`: callers may pass `gen=...`.
+    return super().__call__(gen)
 
 
 def _check_queue_size(queue_size):
@@ -421,6 +443,10 @@ def _prefetch_thread(iterator, q, stop):
 
 def Prefetch(n_prefetch=2):  # pylint: disable=invalid-name
   """Reads up to `n_prefetch` examples ahead, in a background thread."""
+  # A queue of size 0 is unbounded: it would read an endless stream into
+  # memory (Trax's process-based Prefetch would wait forever instead).
+  check_batch_size(n_prefetch, 'Prefetch', 'n_prefetch')
+
   def python_fn(generator):
     q = queue_lib.Queue(maxsize=n_prefetch)
     stop = threading.Event()
@@ -500,6 +526,11 @@ def CastTo(dtype=np.int32, indices=(0, 1,), debug=False):  # pylint: disable=inv
 
   Raises (when reading) on values that are not numbers, such as strings.
   """
+  try:
+    np.dtype(dtype)
+  except TypeError:
+    raise TypeError(f'CastTo: dtype must be a NumPy dtype (e.g. np.int32), '
+                    f'got {dtype!r}.') from None
   def cast_one(pos, x):
     if x.dtype.kind in 'SUO':
       raise ValueError(f'CastTo: position {pos} holds {x.dtype} values where '

@@ -1,5 +1,7 @@
 """Language-model steps of `trax.data.inputs`: loss weights, LM inputs."""
 
+import numbers
+
 import numpy as np
 import tensorflow as tf
 
@@ -107,6 +109,11 @@ def _add_loss_weights_blocks(blocks, id_to_mask):
 
 def AddLossWeights(id_to_mask=None):  # pylint: disable=invalid-name
   """Adds loss weights (see `add_loss_weights`)."""
+  if id_to_mask is not None and (isinstance(id_to_mask, bool) or
+                                 not isinstance(id_to_mask, numbers.Real)):
+    raise TypeError(f'AddLossWeights: id_to_mask must be the int id of '
+                    f'padding (e.g. 0) or None, got {id_to_mask!r} '
+                    f'({type(id_to_mask).__name__}).')
   return Step('AddLossWeights',
               debug_pipeline(lambda g: add_loss_weights(g, id_to_mask)),
               lambda ds: _add_loss_weights_dataset(ds, id_to_mask),
@@ -201,6 +208,19 @@ def PrefixLM(input_length=128, output_length=512):  # pylint: disable=invalid-na
   next `input_length` tokens are the input and up to `output_length`
   following ones the target; what is left at the end is dropped.
   """
+  for name, value in (('input_length', input_length),
+                      ('output_length', output_length)):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+      raise TypeError(f'PrefixLM: {name} must be an int >= 0, got {value!r} '
+                      f'({type(value).__name__}).')
+    if value < 0:
+      raise ValueError(f'PrefixLM: {name} must be >= 0, got {value}.')
+  if input_length + output_length == 0:
+    # No pair would advance through the tokens: an endless run of empties.
+    raise ValueError('PrefixLM: input_length and output_length are both 0, '
+                     'so each pair would be empty and never advance; give '
+                     'positive lengths.')
+
   def python_fn(generator):
     for example in generator:
       n, begin = len(example), 0
