@@ -451,3 +451,17 @@ def test_stream_checks_its_arguments_when_made_not_when_read():
     decoding.autoregressive_sample_stream(model, batch_size=0)
   with pytest.raises(ValueError, match=r'temperature must be >= 0'):
     decoding.autoregressive_sample_stream(model, temperature=-0.5)
+
+
+def test_temperature_may_be_a_zero_rank_array_or_infinite():
+  model = _fixed_logits_model(np.array([0.1, 0.2, 0.7]))
+  out = decoding.autoregressive_sample(model, temperature=np.array(0.0),
+                                       eos_id=-1, max_length=2,
+                                       accelerate=False)
+  np.testing.assert_array_equal(out, [[2, 2]])  # Greedy: the 0.7 token.
+  # Infinite temperature flattens the distribution: every token is drawn.
+  first = next(decoding.autoregressive_sample_stream(
+      model, batch_size=600, temperature=float('inf'), accelerate=False,
+      rng=fastmath.random.get_prng(3)))
+  np.testing.assert_allclose(np.bincount(first, minlength=3) / 600.0,
+                             [1 / 3] * 3, atol=0.07)

@@ -127,13 +127,16 @@ def check_count(value, name, fn_name):
 
 
 def check_temperature(temperature, fn_name):
-  """Raises unless `temperature` is a finite number >= 0 (0: greedy)."""
+  """Raises unless `temperature` is a number >= 0 (0: greedy; not NaN)."""
+  if isinstance(temperature, np.ndarray) and temperature.ndim == 0:
+    temperature = temperature.item()  # A 0-d array holds one number.
   if isinstance(temperature, bool) or not isinstance(temperature,
                                                      numbers.Real):
     raise TypeError(f'{fn_name}: temperature must be a number >= 0 (0.0 is '
                     f'greedy), got {temperature!r} '
                     f'({type(temperature).__name__}).')
-  if not math.isfinite(temperature) or temperature < 0:
+  # +inf is allowed: Trax documents it as sampling every token alike.
+  if math.isnan(temperature) or temperature < 0:
     raise ValueError(f'{fn_name}: temperature must be >= 0, got '
                      f'{temperature}. Use 0.0 for greedy decoding, 1.0 to '
                      f'sample from the model\'s distribution.')
