@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import _layer_testing as lt
 from tfnp_trax import layers as tl
@@ -34,3 +35,22 @@ def test_shape_errors_name_the_layer():
                      r'decoder activations .* got shape \(2, 3\)'):
     tl.EncoderDecoderMask()((jnp.zeros((2, 3), jnp.float32),
                              jnp.ones((2, 1, 1, 3), bool)))
+
+
+def test_masks_with_lengths_unknown_while_tracing():
+  # Follows trax/layers/attention.py PaddingMask and EncoderDecoderMask, as
+  # used by a predict-mode Transformer decoded at a new input length (the
+  # intro notebook): traced with unknown lengths, both masks still build.
+  ids = np.array([[5, 3, 0], [1, 0, 0]], np.int32)
+  dec = np.zeros((2, 4, 8), np.float32)
+  spec_ids = tf.TensorSpec((None, None), tf.int32)
+  spec_dec = tf.TensorSpec((None, None, 8), tf.float32)
+
+  @tf.function(input_signature=(spec_ids, spec_dec), autograph=False)
+  def masks(t, d):
+    pad = tl.PaddingMask()(t)
+    return pad, tl.EncoderDecoderMask()((d, pad))
+  pad, enc_dec = masks(ids, dec)
+  want = (ids != 0)[:, None, None, :]
+  np.testing.assert_array_equal(pad, want)
+  np.testing.assert_array_equal(enc_dec, np.broadcast_to(want, (2, 1, 4, 3)))

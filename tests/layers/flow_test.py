@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import _layer_testing as lt
 from tests.layers._toy_layers import assert_outputs_close
@@ -292,3 +293,25 @@ def test_cache_call_keeps_state():
   assert_outputs_close(layer(x1), x1)
   assert_outputs_close(layer(x2), x1)
   assert int(layer.state[0]) == 1  # The wrapped layer ran once.
+
+
+def test_cache_initialized_at_one_shape_fills_at_another_when_traced():
+  # Follows trax/layers/combinators.py Cache, whose empty state `()` is
+  # filled by the first call at whatever shape it has: a cache initialized
+  # for (1, 7, 3) and first called, traced, on (1, 12, 3) keeps static
+  # shapes (the branches of the cached/compute choice merge to None dims).
+  layer = _init(tl.Cache(Scale()), _x(1, 7, 3))
+  x1, x2 = _x(1, 12, 3, seed=1), _x(1, 12, 3, seed=2)
+  seen = []
+
+  def run(x, state):
+    y, new_state = layer.pure_fn(x, layer.weights, state,
+                                 fastmath.random.get_prng(0))
+    seen.append(tuple(y.shape))
+    return y, new_state
+  step = tf.function(run, autograph=False)
+  y1, state = step(x1, layer.state)
+  y2, state = step(x2, state)
+  assert seen == [(1, 12, 3), (1, 12, 3)]  # Traced twice, shapes static.
+  assert_outputs_close(y1, x1 * W)
+  assert_outputs_close(y2, x1 * W)  # Then the cache answers.

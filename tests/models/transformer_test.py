@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.layers import _attention_ref as ref
 from tests import _layer_testing as lt
@@ -173,3 +174,34 @@ def test_train_mode_dropout_is_random_per_rng(rng):
     return np.asarray(model(tokens, rng=fastmath.random.get_prng(seed)))
   np.testing.assert_array_equal(run(1), run(1))
   assert not np.allclose(run(1), run(2))
+
+
+def test_predict_transformer_runs_traced_at_another_length_than_its_file(
+    tmp_path):
+  # Follows Trax's intro notebook (trax/intro.ipynb): a predict-mode
+  # Transformer loads weights written at one input length (the file's
+  # signature initializes it) and decodes a sentence of another length in
+  # a compiled step. Each step's logits must match the eval-mode model,
+  # which re-reads the whole decoder prefix.
+  kw = dict(input_vocab_size=20, d_model=16, d_ff=32, n_encoder_layers=1,
+            n_decoder_layers=1, n_heads=2, max_len=32)
+  evaluate = models.Transformer(mode='eval', **kw)
+  sig = (shapes.ShapeDtype((1, 7), np.int32),) * 2
+  evaluate.init(sig)
+  path = str(tmp_path / 'model.pkl.gz')
+  evaluate.save_to_file(path, weights_only=True, input_signature=sig)
+  inputs = np.array([[3, 4, 5, 6, 7, 8, 9, 10, 11, 1, 0, 0]], np.int32)
+  predict = models.Transformer(mode='predict', **kw)
+  predict.init_from_file(path, weights_only=True)
+  step = tf.function(predict.pure_fn, autograph=False)
+  rng, state = fastmath.random.get_prng(0), predict.state
+  # Predict mode is fed the start token 0, then each target token; eval
+  # mode shifts its targets right, so both see [0, 5].
+  prefix = np.array([[0, 5]], np.int32)
+  want = np.asarray(evaluate((inputs, np.array([[5, 2]], np.int32)))[0])
+  for i in range(prefix.shape[1]):
+    (logits, *_), state = step((inputs, prefix[:, i:i + 1]), predict.weights,
+                               state, rng)
+    assert tuple(logits.shape) == (1, 1, 20)
+    np.testing.assert_allclose(logits[:, 0], want[:, i], rtol=1e-4,
+                               atol=1e-5)

@@ -3,6 +3,8 @@
 import copy
 import random as _py_random
 
+import tensorflow as tf
+
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
@@ -449,6 +451,15 @@ def SerialWithSideOutputs(layers, n_side_outputs=1):  # pylint: disable=invalid-
   return cb.Serial(serial_layers)
 
 
+def _same_static_shapes(a, b):
+  """Whether trees `a` and `b` have leaves of equal static shapes."""
+  a, b = fastmath.tree_leaves(a), fastmath.tree_leaves(b)
+  return len(a) == len(b) and all(
+      tf.TensorShape(x.shape).as_list() == tf.TensorShape(y.shape).as_list()
+      if tf.TensorShape(x.shape).rank is not None else
+      tf.TensorShape(y.shape).rank is None for x, y in zip(a, b))
+
+
 class Cache(base.Layer):
   """Runs `layer` on the first call and returns the cached outputs after.
 
@@ -491,6 +502,15 @@ class Cache(base.Layer):
                            use_cache=True)
     y, new_layer_state = fastmath.cond(full, lambda: (cached, layer_state),
                                        compute)
+    if not (_same_static_shapes(y, cached) and
+            _same_static_shapes(new_layer_state, layer_state)):
+      # Traced with a cache of another shape than the layer now returns:
+      # init's zeros for another input length (a model loaded from a file
+      # written at one length and decoded at another), as Trax's Cache,
+      # whose empty state `()` is filled on the first call. The two
+      # branches merged to unknown dimensions, so the layer runs instead:
+      # its outputs keep their static shapes, and the state takes them.
+      y, new_layer_state = compute()
     self.state = (new_layer_state, y, jnp.asarray(True))
     return y
 
