@@ -92,6 +92,18 @@ def test_parallel_order_matches_trax(case, kwargs):
                         [next(stream) for _ in range(30)])
 
 
+def test_parallel_takes_the_incoming_stream_as_gen():
+  # Follows trax/data/inputs.py Parallel: `parallel_generator(gen=None)`;
+  # each source is called with `gen` (here ignoring it) and they alternate.
+  seen = []
+  sources = [lambda g: seen.append(g) or iter(range(10)),
+             lambda g: iter(range(10, 20))]
+  incoming = object()
+  stream = inputs.Parallel(sources)(gen=incoming)
+  assert [next(stream) for _ in range(6)] == [0, 10, 1, 11, 2, 12]
+  assert seen == [incoming]
+
+
 @pytest.mark.parametrize('name,make,exact', [
     ('sequence_copy', lambda: inputs.sequence_copy_inputs(
         vocab_size=10, batch_size=3, train_length=9, eval_min_length=4,
