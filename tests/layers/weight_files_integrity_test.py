@@ -274,3 +274,50 @@ def test_a_damaged_trax_file_changes_nothing(tmp_path):
                        r'read this gzipped pickle'):
       model.init_from_file(str(path))
     assert _bits(model) == before
+
+
+class _FailingDense(tl.Dense):
+  """A Dense whose `fail_at`-th weights assignment from now on raises."""
+
+  fail_at = None
+
+  @property
+  def weights(self):
+    return tl.Dense.weights.fget(self)
+
+  @weights.setter
+  def weights(self, weights):
+    cls = type(self)
+    if cls.fail_at is not None:
+      cls.fail_at -= 1
+      if not cls.fail_at:
+        raise RuntimeError('cannot set weights now')
+    tl.Dense.weights.fset(self, weights)
+
+
+# Full load of a file without a signature: the model's own weights are the
+# signature, and the first assignment is the load's. Weights only, with a
+# signature: the signature's init sets weights twice (its own and Serial's)
+# and restores them, the load's fresh init sets them twice, then the load
+# assigns the file's (the 6th).
+@pytest.mark.parametrize('weights_only, fail_at', [(False, 1), (True, 6)])
+def test_a_failing_assignment_puts_every_weight_back(tmp_path, monkeypatch,
+                                                     weights_only, fail_at):
+  # The first sublayer is assigned before the second one fails: the load
+  # must put the first one's weights (and the state) back as they were.
+  path = str(tmp_path / 'model.pkl.gz')
+  signature = shapes.ShapeDtype((1, 4), np.float32)
+  _model().save_to_file(path, input_signature=signature if weights_only
+                        else None)
+  model = tl.Serial(tl.Dense(3), _FailingDense(2))
+  model.init(signature)
+  before, state = _bits(model), model.state
+  monkeypatch.setattr(_FailingDense, 'fail_at', fail_at)
+  with pytest.raises(RuntimeError, match='cannot set weights now') as info:
+    model.init_from_file(path, weights_only=weights_only)
+  assert '_assign' in [entry.name for entry in info.traceback]
+  assert _bits(model) == before
+  assert model.state == state
+  monkeypatch.setattr(_FailingDense, 'fail_at', None)
+  model.init_from_file(path, weights_only=weights_only)
+  assert _bits(model) != before
