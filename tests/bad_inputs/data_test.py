@@ -234,6 +234,14 @@ CASES = [
                                           vocab_file='nope.txt'),
          FileNotFoundError, r"vocab_size: vocabulary file .*nope.txt for "
          r"vocab_type='bert' does not exist"),
+    Case('data_bert_encoder_missing_file',
+         lambda tmp_path: text_encoder.BertEncoder(str(tmp_path / 'v.txt')),
+         FileNotFoundError, r'BertEncoder: vocabulary file .*v.txt does not '
+         r'exist; give the path of a BERT vocab.txt'),
+    Case('data_subword_encoder_given_a_directory',
+         lambda tmp_path: text_encoder.SubwordTextEncoder(str(tmp_path)),
+         ValueError, r'SubwordTextEncoder: .* is a directory; give the path '
+         r'of a .subword vocabulary file'),
     Case('data_detokenize_unknown_vocab_type',
          lambda: data.detokenize([1, 2], vocab_type='wordpiece'), ValueError,
          r'detokenize: vocab_type must be "subword", "char", .* but got '

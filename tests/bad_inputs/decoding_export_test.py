@@ -230,6 +230,10 @@ CASES = [
     Case('decode_signatures_batch_size_zero',
          lambda: export.decode_signatures(_lm(), batch_size=0), ValueError,
          r'decode_signatures: batch_size must be a positive int, got 0'),
+    Case('decode_signatures_float_tokens',
+         lambda: export.decode_signatures(_lm(), token_dtype=np.float32),
+         TypeError, r'decode_signatures: token_dtype must be an integer dtype '
+         r'\(token ids, e.g. np.int32\)'),
     Case('decode_signatures_not_a_layer',
          lambda: export.decode_signatures('TransformerLM'), TypeError,
          r"decode_signatures: expected a tfnp_trax layer .*got str"),

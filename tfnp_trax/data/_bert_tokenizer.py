@@ -146,8 +146,15 @@ class BertEncoder:
   def load_vocab(self, vocab_file):
     """Reads `vocab_file` (one token per line) into an ordered dict."""
     vocab = collections.OrderedDict()
-    with open(vocab_file, 'rb') as f:
-      raw = f.read()
+    try:
+      with open(vocab_file, 'rb') as f:
+        raw = f.read()
+    except (FileNotFoundError, IsADirectoryError) as e:
+      why = ('is a directory' if isinstance(e, IsADirectoryError)
+             else 'does not exist')
+      raise type(e)(f'BertEncoder: vocabulary file {vocab_file} {why}; give '
+                    f'the path of a BERT vocab.txt (one WordPiece token per '
+                    f'line).') from None
     try:
       lines = raw.decode('utf-8').split('\n')
     except UnicodeDecodeError as e:

@@ -247,7 +247,12 @@ class SubwordTextEncoder(base.TextEncoder):
     try:
       lines = _read_lines(filename)
     except FileNotFoundError:
-      raise ValueError(f'File {filename} not found') from None
+      # t2t's ValueError and words, with the component and the fix.
+      raise ValueError(f'SubwordTextEncoder: File {filename} not found; give '
+                       f'the path of a .subword vocabulary file.') from None
+    except IsADirectoryError:
+      raise ValueError(f'SubwordTextEncoder: {filename} is a directory; give '
+                       f'the path of a .subword vocabulary file.') from None
     self._load_from_lines(lines, filename)
 
   def _load_from_file_object(self, f):

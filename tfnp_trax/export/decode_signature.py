@@ -75,6 +75,9 @@ def decode_signatures(predict_model, batch_size=1, token_dtype=onp.int32):
   """
   _args.check_layer(predict_model, 'decode_signatures')
   _args.check_count(batch_size, 'batch_size', 'decode_signatures')
+  if not onp.issubdtype(onp.dtype(token_dtype), onp.integer):
+    raise TypeError(f'decode_signatures: token_dtype must be an integer '
+                    f'dtype (token ids, e.g. np.int32), got {token_dtype!r}.')
   if predict_model.n_in != 1:
     raise ValueError(
         f'decode_signatures: {predict_model.name} takes {predict_model.n_in} '
