@@ -276,12 +276,13 @@ _SHRINK = [
     'ConfigurableTerraformer.d_attention_value = 4',
     'train.steps = 20', 'train.eval_steps = 1', 'train.eval_frequency = 20',
 ]
+# The configs' own attention settings stay: their LSH layers hash 16-token
+# sequences into n_buckets=[32, 32] (1024 buckets, chunk_len 16,
+# max_length_for_buckets=1024), as Trax trains them.
 _SHRINK_ATTENTION = {
-    'terraformer_copy': ['LSHSelfAttention.n_buckets = 2',
-                         'LSHSelfAttention.chunk_len = 8'],
+    'terraformer_copy': [],
     'terraformer_copy_self_attn': [],
-    'terraformer_purelsh_copy': ['PureLSHSelfAttention.n_buckets = 2',
-                                 'PureLSHSelfAttention.chunk_len = 8'],
+    'terraformer_purelsh_copy': [],
 }
 
 

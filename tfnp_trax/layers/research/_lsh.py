@@ -207,7 +207,8 @@ def lsh_prefill(q, v, state, q_start, q_len, *, attend_fn, n_buckets,
   pad = (-length) % chunk_len
   if pad:
     widths = [(0, 0)] * (len(q.shape) - 2) + [(0, pad), (0, 0)]
-    q, v = jnp.pad(q, widths), jnp.pad(v, widths)
+    q = jnp.pad(q, widths, mode='constant')
+    v = jnp.pad(v, widths, mode='constant')
   new_buckets = hash_vectors(q, hash_rng, n_buckets, n_hashes, chunk_len)
   o = attend_fn(q, v, new_buckets)[..., :q_len, :]
   lead = tuple(buckets.shape[:-1])
