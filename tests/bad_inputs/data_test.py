@@ -102,6 +102,22 @@ CASES = [
          _first(lambda: data.PadToLength(len_map={1: 8}), _array_dataset),
          ValueError, r'PadToLength: a bare array example is padded to '
          r'len_map\[0\], but len_map has only keys \[1\]'),
+    Case('data_pad_dict_examples',
+         _first(lambda: data.PadToLength(len_map={0: 8}), _dicts),
+         ValueError, r"PadToLength: example isn't a tuple or an ndarray: a "
+         r"dict .*len_map keys are positions of tuple examples"),
+    Case('data_pad_dict_examples_dataset',
+         _first(lambda: data.PadToLength(len_map={0: 8}), _dict_dataset),
+         ValueError, r"PadToLength: example isn't a tuple or an ndarray: a "
+         r"dict .*len_map keys are positions of tuple examples"),
+    Case('data_truncate_dict_examples',
+         _first(lambda: data.TruncateToLength({0: (2,)}), _dicts),
+         ValueError, r'TruncateToLength: unknown example type dict: .*len_map '
+         r'keys are positions of tuple examples'),
+    Case('data_truncate_dict_examples_dataset',
+         _first(lambda: data.TruncateToLength({0: (2,)}), _dict_dataset),
+         ValueError, r'TruncateToLength: unknown example type dict: .*len_map '
+         r'keys are positions of tuple examples'),
     Case('data_filter_dict_examples',
          _first(lambda: data.FilterByLength(max_length=8), _dicts),
          TypeError, r'FilterByLength: ' + _DICT_MESSAGE),

@@ -236,7 +236,8 @@ def TruncateToLength(len_map=None):  # pylint: disable=invalid-name
         example = (example,)
       if not isinstance(example, (list, tuple)):
         raise ValueError(f'TruncateToLength: unknown example type '
-                         f'{type(example).__name__}: {example!r}')
+                         f'{type(example).__name__}: {example!r:.80}; len_map '
+                         f'keys are positions of tuple examples.')
       example = list(example)
       for key, max_len in len_map.items():
         _check_key('TruncateToLength', key, len(example), 'len_map')
@@ -245,6 +246,10 @@ def TruncateToLength(len_map=None):  # pylint: disable=invalid-name
       yield tuple(example)
 
   def dataset_fn(ds):
+    if isinstance(ds.element_spec, dict):
+      raise ValueError(f'TruncateToLength: unknown example type dict: '
+                       f'{ds.element_spec!r:.80}; len_map keys are positions '
+                       f'of tuple examples.')
     tupled = _tf_path.is_tuple_element(ds)
     for key in len_map:
       _check_key('TruncateToLength', key, _tf_path.element_arity(ds),
@@ -334,7 +339,9 @@ def PadToLength(len_map=None, pad_value=0, multiple=False):  # pylint: disable=i
         example, items = [example], bare_items()
       else:
         raise ValueError(f"PadToLength: example isn't a tuple or an "
-                         f'ndarray: {example!r}')
+                         f'ndarray: a {type(example).__name__} '
+                         f'{example!r:.80}; len_map keys are positions of '
+                         f'tuple examples.')
       for key, value in items:
         _check_key('PadToLength', key, len(example), 'len_map')
         x = example[key]
@@ -346,6 +353,10 @@ def PadToLength(len_map=None, pad_value=0, multiple=False):  # pylint: disable=i
       yield example[0] if bare else tuple(example)
 
   def dataset_fn(ds):
+    if isinstance(ds.element_spec, dict):
+      raise ValueError(f"PadToLength: example isn't a tuple or an ndarray: "
+                       f'a dict {ds.element_spec!r:.80}; len_map keys are '
+                       f'positions of tuple examples.')
     tupled = _tf_path.is_tuple_element(ds)
     specs = ds.element_spec if tupled else (ds.element_spec,)
     keys = len_map if tupled else dict(bare_items())
