@@ -96,3 +96,20 @@ def test_several_tasks_are_refused():
   with pytest.raises(ValueError, match=r'use_memory_efficient_trainer=True '
                      r'trains exactly one TrainTask \(as in Trax\), got 2'):
     training.Loop(model, tasks, use_memory_efficient_trainer=True)
+
+
+def test_optimizer_class_trains_and_resumes(tmp_path):
+  # Follows trax/supervised/training.py TrainTask.learning_rate: the
+  # memory-efficient trainer takes the optimizer class (Trax's
+  # test_restores_step_sharded passes optimizers.SGD), whose default rate
+  # (Optimizer's 0.01 in trax/optimizers/base.py) is the task's rate.
+  task = training.TrainTask(_data(), tl.WeightedCategoryCrossEntropy(),
+                            optimizers.SGD, n_steps_per_checkpoint=2)
+  assert task.learning_rate(1) == pytest.approx(0.01)  # A float32.
+  loop = training.Loop(_model(), task, output_dir=str(tmp_path),
+                       checkpoint_at=lambda step: step % 2 == 0,
+                       use_memory_efficient_trainer=True)
+  loop.run(4)
+  again = training.Loop(_model(), task, output_dir=str(tmp_path),
+                        use_memory_efficient_trainer=True)
+  assert again.step == 4

@@ -108,7 +108,12 @@ class TrainTask:
     """The learning rate at `step`: the schedule's, else the optimizer's."""
     if self._lr_schedule is not None:
       return float(self._lr_schedule(step))
-    return float(self._optimizer.opt_params['learning_rate'])
+    opt = self._optimizer
+    if isinstance(opt, type):
+      # The memory-efficient trainer takes the optimizer class, as in Trax
+      # (it builds one per layer); its default rate is the class's.
+      opt = opt()
+    return float(opt.opt_params['learning_rate'])
 
 
 class EvalTask:
