@@ -87,7 +87,7 @@ CASES = [
     # -- autoregressive_sample ------------------------------------------------
     Case('decode_max_length_zero', _sample(max_length=0), ValueError,
          r'autoregressive_sample: max_length must be a positive int, got 0'),
-    Case('decode_max_length_float', _sample(max_length=2.5), TypeError,
+    Case('decode_max_length_fraction', _sample(max_length=2.5), TypeError,
          r'autoregressive_sample: max_length must be a positive int, got '
          r'2.5 \(float\)'),
     Case('decode_batch_size_zero', _sample(batch_size=0), ValueError,

@@ -465,3 +465,14 @@ def test_temperature_may_be_a_zero_rank_array_or_infinite():
       rng=fastmath.random.get_prng(3)))
   np.testing.assert_allclose(np.bincount(first, minlength=3) / 600.0,
                              [1 / 3] * 3, atol=0.07)
+
+
+def test_a_whole_float_max_length_counts_tokens_as_an_int():
+  # Trax counts generated tokens up to max_length, so 3.0 means 3.
+  model = _fixed_logits_model(np.array([0.1, 0.2, 0.7]))
+  out = decoding.autoregressive_sample(model, temperature=0.0, eos_id=-1,
+                                       max_length=3.0, accelerate=False)
+  np.testing.assert_array_equal(out, [[2, 2, 2]])
+  beams = decoding.beam_search(model, n_beams=1, eos_id=-1, max_length=2.0,
+                               accelerate=False)
+  np.testing.assert_array_equal(beams[0][0], [[2, 2]])

@@ -115,8 +115,10 @@ def _prompt(model, inputs, batch_size, start_id):
 
 
 def _check_args(model, n_beams, max_length, length_penalty, prompt_length):
+  """Raises for unusable arguments; returns max_length as an int."""
   _decode_utils.check_count(n_beams, 'n_beams', 'beam_search')
-  _decode_utils.check_count(max_length, 'max_length', 'beam_search')
+  max_length = _decode_utils.check_count(max_length, 'max_length',
+                                         'beam_search', whole_floats=True)
   if isinstance(length_penalty, bool) or not isinstance(
       length_penalty, numbers.Real) or not np.isfinite(length_penalty):
     raise TypeError(f'beam_search: length_penalty must be a finite number '
@@ -124,7 +126,7 @@ def _check_args(model, n_beams, max_length, length_penalty, prompt_length):
                     f'alone), got {length_penalty!r}.')
   bound = _decode_utils.length_limit(model, eval_mode=False)
   if bound is None:
-    return
+    return max_length
   limit, position = bound.limit, bound.position
   # The last token chosen is never fed back, so it needs no position.
   needed = position + prompt_length + max_length - 1
@@ -138,6 +140,7 @@ def _check_args(model, n_beams, max_length, length_penalty, prompt_length):
         f'and {max_length - 1} fed back) but layer {bound.layer_name} '
         f'supports at most {limit}. {fix}, or create the model with a '
         f'larger max_len.')
+  return max_length
 
 
 def beam_search(model, inputs=None, batch_size=1, n_beams=2, start_id=0,
@@ -189,7 +192,8 @@ def beam_search(model, inputs=None, batch_size=1, n_beams=2, start_id=0,
       ids, a count is not an int, or length_penalty is not a number.
   """
   prompt, source = _prompt(model, inputs, batch_size, start_id)
-  _check_args(model, n_beams, max_length, length_penalty, prompt.shape[1])
+  max_length = _check_args(model, n_beams, max_length, length_penalty,
+                           prompt.shape[1])
   eos_id = _decode_utils.check_eos_id(eos_id, 'beam_search')
   n_rows = batch_size * n_beams
   flat_state = fastmath.tree_flatten(model.state)

@@ -111,19 +111,30 @@ def _is_int(x):
   return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
-def check_count(value, name, fn_name):
-  """Raises unless `value` (a batch size, a length) is a positive int.
+def check_count(value, name, fn_name, whole_floats=False):
+  """`value` (a batch size, a length) as an int, if it is a positive int.
+
+  Args:
+    value: the count to check.
+    name: its argument name, for messages.
+    fn_name: the sampler's name, for messages.
+    whole_floats: also take floats with no fraction (Trax counts tokens up
+      to a float max_length, so 100.0 works there).
 
   Raises:
     TypeError: `value` is not an int (NumPy ints count; bools do not).
     ValueError: it is 0 or negative.
   """
+  if whole_floats and isinstance(value, (float, np.floating)) and (
+      float(value).is_integer()):
+    value = int(value)
   if not _is_int(value):
     raise TypeError(f'{fn_name}: {name} must be a positive int, got '
                     f'{value!r} ({type(value).__name__}).')
   if value < 1:
     raise ValueError(f'{fn_name}: {name} must be a positive int, got '
                      f'{value}.')
+  return int(value)
 
 
 def check_temperature(temperature, fn_name):

@@ -218,7 +218,9 @@ def autoregressive_sample(model, inputs=None, batch_size=1, temperature=1.0,
       int (or None: no early stop).
   """
   _decode_utils.check_count(batch_size, 'batch_size', 'autoregressive_sample')
-  _decode_utils.check_count(max_length, 'max_length', 'autoregressive_sample')
+  max_length = _decode_utils.check_count(max_length, 'max_length',
+                                         'autoregressive_sample',
+                                         whole_floats=True)
   eos_id = _decode_utils.check_eos_id(eos_id, 'autoregressive_sample')
   result = []
   eos_seen = np.zeros((batch_size,), dtype=bool)
