@@ -30,9 +30,10 @@ _FNAME = 0x08
 _FTEXT_BIT = 0
 
 
-def _model():
-  model = tl.Serial(tl.Dense(3), tl.Dense(2))  # 4*3 + 3 + 3*2 + 2 = 23.
-  model.init(shapes.ShapeDtype((1, 4), np.float32))
+def _model(d_in=4, widths=(3, 2)):
+  # By default 4*3 + 3 + 3*2 + 2 = 23 weights, a file of about 300 bytes.
+  model = tl.Serial(*[tl.Dense(n) for n in widths])
+  model.init(shapes.ShapeDtype((1, d_in), np.float32))
   return model
 
 
@@ -42,13 +43,23 @@ def _bits(model):
       model.weights)]
 
 
-@pytest.fixture(scope='module')
-def saved(tmp_path_factory):
+def _save(tmp_path_factory, **sizes):
   """A model, its weights' bytes and its saved file's bytes."""
   path = tmp_path_factory.mktemp('saved') / 'model.pkl.gz'
-  model = _model()
+  model = _model(**sizes)
   model.save_to_file(str(path))
   return model, _bits(model), path.read_bytes()
+
+
+@pytest.fixture(scope='module')
+def saved(tmp_path_factory):
+  return _save(tmp_path_factory)
+
+
+@pytest.fixture(scope='module')
+def saved_large(tmp_path_factory):
+  # 1,584 weights: a file of about 6 KB, beyond the 4 KiB the sweep covers.
+  return _save(tmp_path_factory, d_in=32, widths=(32, 16))
 
 
 def _header_hint_bits(data):
@@ -99,8 +110,11 @@ def in_memory(monkeypatch, tmp_path):
   return serve
 
 
-def test_every_flip_and_cut_fails_and_changes_nothing(saved, in_memory):
-  model, before, data = saved
+@pytest.mark.parametrize('size', ['small', 'large'])
+def test_every_flip_and_cut_fails_and_changes_nothing(request, size,
+                                                      in_memory):
+  model, before, data = request.getfixturevalue(
+      'saved' if size == 'small' else 'saved_large')
   n = len(data)
   positions = sorted(set(range(min(n, 4096))) | set(range(max(0, n - 64), n)))
   hints = _header_hint_bits(data)
@@ -118,7 +132,7 @@ def test_every_flip_and_cut_fails_and_changes_nothing(saved, in_memory):
       assert _bits(model) == before
     return None
 
-  start = time.perf_counter()
+  start, cpu_start = time.perf_counter(), time.process_time()
   for i in positions:
     for bit in range(8):
       message = load(_flip(data, i, bit))
@@ -133,8 +147,10 @@ def test_every_flip_and_cut_fails_and_changes_nothing(saved, in_memory):
     assert message is not None, f'cut by {cut} loaded'
     reasons['cut', cut] = message
   seconds = time.perf_counter() - start
+  cpu = time.process_time() - cpu_start
   print(f'{len(positions) * 8 + min(n, 64)} loads of a {n}-byte file in '
-        f'{seconds:.2f} s; {identical} flips decode to the same data')
+        f'{seconds:.2f} s ({cpu:.2f} s CPU); {identical} flips decode to '
+        f'the same data')
 
   for message in reasons.values():
     assert message.startswith(f'{path}: cannot read this gzipped pickle (')

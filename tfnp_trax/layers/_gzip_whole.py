@@ -65,6 +65,15 @@ class _Input:
     self.offset += len(out)
     return out
 
+  def take_through_nul(self):
+    """The bytes up to and including the next NUL; None if there is none."""
+    while b'\0' not in self._pending:
+      chunk = self._file.read(_CHUNK)
+      if not chunk:
+        return None
+      self._pending += chunk
+    return self.take(self._pending.index(b'\0') + 1)
+
   def push_back(self, data):
     self._pending = data + self._pending
     self.offset -= len(data)
@@ -130,7 +139,7 @@ def _member(stream, index):
   where = (f'gzip member {index} at byte {stream.offset}' if index else
            'gzip stream')
   _header(stream, where)
-  parts, crc, size = _deflate(stream, where)
+  parts, crc, size, last_input = _deflate(stream, where)
   trailer = stream.take(8)
   if len(trailer) < 8:
     raise GzipDataError(f'file ends {8 - len(trailer)} bytes early, inside '
@@ -144,6 +153,8 @@ def _member(stream, index):
     raise GzipDataError(
         f'length check failed on the {where} (stored {stored_size} bytes, '
         f'data {size})', _CORRUPT)
+  # Last: only a member whose data checks out can hide a flip there.
+  _check_padding(*last_input, where)
   return parts
 
 
@@ -176,7 +187,10 @@ def _header(stream, where):
     header += length + extra
   for flag, what in ((_FNAME, 'file name'), (_FCOMMENT, 'comment')):
     if flags & flag:
-      header += _until_nul(stream, short(what))
+      field = stream.take_through_nul()
+      if field is None:
+        raise short(what)
+      header += field
   if flags & _FHCRC:
     stored = stream.take(2)
     if len(stored) < 2:
@@ -185,19 +199,13 @@ def _header(stream, where):
       raise GzipDataError(f'header CRC check failed on the {where}', _CORRUPT)
 
 
-def _until_nul(stream, error):
-  out = b''
-  while True:
-    byte = stream.take(1)
-    if not byte:
-      raise error
-    out += byte
-    if byte == b'\0':
-      return out
-
-
 def _deflate(stream, where):
-  """Decompresses one raw deflate stream; returns (parts, crc32, size)."""
+  """Decompresses one raw deflate stream.
+
+  Returns:
+    `(parts, crc32, size, last_input)`: the data in pieces, its CRC32 and
+    length, and `(decoder, used, data)` for `_check_padding`.
+  """
   decoder = zlib.decompressobj(-zlib.MAX_WBITS)
   parts, crc, size, start = [], 0, 0, stream.offset
   while not decoder.eof:
@@ -215,12 +223,12 @@ def _deflate(stream, where):
           _CORRUPT) from e
     if decoder.eof:
       used = len(chunk) - len(decoder.unused_data)
-      _check_padding(before, chunk[:used], data, where)
+      last_input = (before, chunk[:used], data)
       stream.push_back(decoder.unused_data)
     parts.append(data)
     crc = zlib.crc32(data, crc)
     size += len(data)
-  return parts, crc, size
+  return parts, crc, size, last_input
 
 
 def _check_padding(decoder, used, data, where):
