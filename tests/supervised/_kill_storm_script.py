@@ -35,7 +35,7 @@ import tfnp_trax.layers as tl
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import training
 
-N_STEPS = 36
+N_STEPS = 60
 PERMANENT_EVERY = 5
 KEEP = 2
 _PAUSE = 0.012  # Seconds slept at each point of the slowed write protocol.
@@ -151,6 +151,13 @@ def _left_behind(output_dir):
   return found
 
 
+def _newest_step(output_dir):
+  inner = os.path.join(output_dir, 'checkpoints')
+  names = os.listdir(inner) if os.path.isdir(inner) else []
+  return max([int(m.group(1)) for m in map(
+      re.compile(r'^ckpt-(\d+)').match, names) if m], default=0)
+
+
 def main():
   work, seed, n_kills = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
   reference, killed = (os.path.join(work, 'reference'),
@@ -168,11 +175,17 @@ def main():
   finished_early = False
   while kills < n_kills:
     pid, fd = _fork_run(killed, slow=True)
-    # A third of the kills strike at a random time after the fork (while
-    # the Loop is built and resumes, which also writes, or while it
-    # trains); the others at a random pause of the write protocol.
-    if rng.random() < 1 / 3:
-      time.sleep(rng.uniform(0.0, 2.5))
+    # A sixth of the kills strike at a random time after the fork (while
+    # the Loop is built and resumes, which also writes), a sixth at a
+    # random time after training started, the others at a random pause of
+    # the write protocol. Each window is short, so that however fast the
+    # machine, the kills come before the run can finish.
+    kind = rng.random()
+    if kind < 1 / 6:
+      time.sleep(rng.uniform(0.0, 1.2))
+    elif kind < 1 / 3:
+      os.read(fd, 1)
+      time.sleep(rng.uniform(0.0, 0.4))
     else:
       target, events = rng.randint(1, 30), 0
       while events < target:
@@ -194,10 +207,11 @@ def main():
     kills += 1
     for key, value in _left_behind(killed).items():
       seen[key] += value
+  reached = _newest_step(killed)
   pid, fd = _fork_run(killed, slow=False)
   assert _wait(pid) == 0, 'the final resumed run failed (see child.log)'
   os.close(fd)
-  print(json.dumps({'kills': kills, 'seen': seen,
+  print(json.dumps({'kills': kills, 'seen': seen, 'reached': reached,
                     'finished_early': finished_early,
                     'reference_s': reference_s,
                     'total_s': time.time() - start}))

@@ -42,6 +42,7 @@ def storm(tmp_path_factory):
       'runpy.run_module("tests.supervised._kill_storm_script", '
       'run_name="__main__")\n', timeout=420)
   summary = json.loads(out.strip().splitlines()[-1])
+  print('kill storm:', summary)  # Shown with -s: what the kills hit, times.
   return str(work / 'reference'), str(work / 'killed'), summary
 
 
@@ -85,6 +86,7 @@ def _tensors(path):
 def test_the_storm_killed_often_and_inside_writes(storm):
   _, _, summary = storm
   assert summary['kills'] == N_KILLS and not summary['finished_early']
+  assert 0 < summary['reached'] < script.N_STEPS, summary
   # A kill inside a write leaves a temp folder: most kills must land there.
   assert summary['seen']['tmp'] >= 3, summary
 
