@@ -145,6 +145,25 @@ def test_one_chunk_of_lsh_is_exact_causal_attention(n_hashes):
     np.testing.assert_allclose(layer(x), want, rtol=2e-5, atol=2e-5)
 
 
+def test_predict_prefix_of_part_of_a_chunk_is_causal_attention():
+  # A prefix in a 12-slot cache is padded to one whole chunk of 16 (Trax
+  # pads it, trax/layers/research/efficient_attention.py
+  # LSHSelfAttention.incremental_forward_unbatched); one chunk with no
+  # earlier chunks is exact causal attention over the prefix.
+  x = _x((2, 6, 6))
+  layer = _init(ea.LSHSelfAttention(n_heads=2, d_qk=4, d_v=4, causal=True,
+                                    chunk_len=16, n_chunks_before=0,
+                                    n_buckets=[32, 32], mode='predict',
+                                    predict_mem_len=12, predict_drop_len=6),
+                x[:, :1])
+  y, state = layer.pure_fn(x, layer.weights, layer.state, KEY)
+  want = ref.self_attention(x.astype(np.float64),
+                            ref.heads_of(layer.weights, share_qk=True),
+                            causal=True, share_qk=True)
+  np.testing.assert_allclose(y, want, rtol=2e-5, atol=2e-5)
+  assert int(state[0]) == 6  # Six tokens cached.
+
+
 def _grads(layer, inputs, ct, mode='eager'):
   def loss(xx, ww):
     full = (xx,) + tuple(inputs[1:]) if isinstance(inputs, tuple) else xx
