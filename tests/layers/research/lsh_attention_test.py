@@ -148,7 +148,7 @@ def test_one_chunk_of_lsh_is_exact_causal_attention(n_hashes):
 def test_predict_prefix_of_part_of_a_chunk_is_causal_attention():
   # A prefix in a 12-slot cache is padded to one whole chunk of 16 (Trax
   # pads it, trax/layers/research/efficient_attention.py
-  # LSHSelfAttention.incremental_forward_unbatched); one chunk with no
+  # LSHSelfAttention._incremental_forward_unbatched); one chunk with no
   # earlier chunks is exact causal attention over the prefix.
   x = _x((2, 6, 6))
   layer = _init(ea.LSHSelfAttention(n_heads=2, d_qk=4, d_v=4, causal=True,
