@@ -194,6 +194,11 @@ CASES = [
          _save(signatures={'decode': lambda module: None}), TypeError,
          r"save_model: signatures\['decode'\] returned NoneType; a builder "
          r"must return a tf.function"),
+    Case('export_serving_function_without_a_module',
+         lambda: export.serving_function(_mlp(), _mlp().weights,
+                                         SD((2, 5), F32)), TypeError,
+         r'serving_function: module must be the LayerModule that holds the '
+         r'weights'),
     Case('export_loop_not_a_loop',
          lambda tmp_path: export.export_loop(_mlp(), str(tmp_path)),
          TypeError, r'export_loop: expected a training.Loop .*got Serial'),

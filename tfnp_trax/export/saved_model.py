@@ -35,6 +35,11 @@ def serving_function(model, module, input_signature, input_names=None,
   Returns:
     A tf.function with a fixed input_signature, returning a dict of outputs.
   """
+  _args.check_layer(model, 'serving_function')
+  if not isinstance(module, _module.LayerModule):
+    raise TypeError(f'serving_function: module must be the LayerModule that '
+                    f'holds the weights (LayerModule(model, weights, '
+                    f'state)), got {type(module).__name__}.')
   where = f'{model.name} ({signature_name})'
   sigs, names = _module.input_specs(model, input_signature, input_names,
                                     'save_model')
