@@ -214,7 +214,8 @@ def tokenize(stream, keys=None, vocab_type='subword', vocab_file=None,
     stream: an iterator of strings, or of tuples/dicts holding strings; or a
       `tf.data.Dataset` (then a mapped dataset is returned).
     keys: indices (tuples) or names (dicts) of the fields to tokenize; None
-      tokenizes all fields.
+      tokenizes every text field (others pass through, on both paths). A
+      chosen field that is not text raises ValueError.
     vocab_type: `'subword'`, `'sentencepiece'`, `'char'` (UTF-8 bytes),
       `'bert'` or `'bert-lowercase'`.
     vocab_file: vocabulary file name inside `vocab_dir`.
