@@ -231,7 +231,8 @@ def test_a_file_of_two_gzip_members_loads(saved, tmp_path):
 
 
 # Flipped bytes make odd dtype arguments, which NumPy warns about.
-@pytest.mark.filterwarnings('ignore::numpy.exceptions.VisibleDeprecationWarning')
+@pytest.mark.filterwarnings(
+    'ignore::numpy.exceptions.VisibleDeprecationWarning')
 def test_plain_pickles_fail_cleanly_when_cut_or_damaged(saved, in_memory):
   _, _, data = saved
   pickled = gzip.decompress(data)
