@@ -15,7 +15,9 @@ def test_shuffle_takes_numpy_int_queue_sizes_on_both_paths(queue_size):
   from_python = [int(x[0]) for x, in step(iter(examples))]
   dataset = tf.data.Dataset.range(10).map(lambda i: (tf.reshape(i, [1]),))
   from_dataset = [int(x[0]) for x, in data.to_stream(step(dataset))]
-  for order in (from_python, from_dataset):
+  # Inside Serial, after a Dataset source, Shuffle works on blocks.
+  from_blocks = [int(x[0]) for x, in data.Serial(lambda _: dataset, step)()]
+  for order in (from_python, from_dataset, from_blocks):
     assert sorted(order) == list(range(10))  # Every example, once.
 
 
