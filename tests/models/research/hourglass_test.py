@@ -6,6 +6,8 @@ against NumPy in tests/layers/research/. Trax's HourglassLM has no predict
 mode, so instead of fast decoding the model's causality is checked.
 """
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -129,3 +131,43 @@ def test_sequence_length_must_divide_by_the_shortening():
   model.init(shapes.ShapeDtype((2, 8), jnp.int32))
   with pytest.raises(ValueError, match=r'HourglassLM: sequence length 10 '):
     model(np.ones((2, 10), np.int32))
+
+
+def test_imagenet64_vanilla_attention_rotary_lsh_is_causal():
+  # Trax's hourglass_imagenet64.gin: token-level blocks use
+  # PureLSHSelfAttentionWrapper with rotary_position_emb=True, num_weights=2,
+  # weights_format='model' and PureLSHSelfAttention (n_buckets=None,
+  # n_hashes=2, n_chunks_before=1); Trax rotates the shared QK
+  # (trax/layers/research/efficient_attention.py _ProjectAndSplitHeads).
+  # One chunk per hashing round (chunk_len 8 = the length, no earlier
+  # chunk) makes LSH attention exactly causal whatever the buckets, so the
+  # model's causality can be checked; with several chunks a later token's
+  # bucket moves earlier tokens' chunks (as in Trax).
+  attn = functools.partial(
+      tl.PureLSHSelfAttentionWrapper,
+      pure_lsh_implementation=tl.PureLSHSelfAttention,
+      rotary_position_emb=True, bias=True, num_weights=2,
+      weights_format='model', chunk_len=8, n_buckets=None, n_chunks_after=0,
+      n_chunks_before=0, n_hashes=2)
+  model = hourglass.HourglassLM(
+      11, vanilla_layers=(1, 1), hierarchy='1@2', mode='eval',
+      vanilla_attn_type=attn, downsampling_fn=rs.LinearPooling,
+      upsampling_fn=rs.LinearUpsampling, **TINY)
+  assert 'Rotate' in repr(model)
+  tokens = np.random.RandomState(0).randint(1, 11, (1, 8)).astype(np.int32)
+  model.init(shapes.signature(tokens), rng=fastmath.random.get_prng(0))
+  key = fastmath.random.get_prng(1)
+  state = model.state
+
+  def run(x):
+    # The same hash keys every call: the state's buckets are not advanced.
+    return np.asarray(model.pure_fn(x, model.weights, state, key)[0])
+  base = run(tokens)
+  assert base.shape == (1, 8, 11) and np.all(np.isfinite(base))
+  for t in (2, 5):
+    changed = tokens.copy()
+    changed[:, t] = changed[:, t] % 10 + 1
+    out = run(changed)
+    np.testing.assert_allclose(out[:, :t + 1], base[:, :t + 1], atol=1e-5,
+                               err_msg=f'position {t}')
+    assert not np.allclose(out[:, t + 1:], base[:, t + 1:], atol=1e-6)
