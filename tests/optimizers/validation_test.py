@@ -27,7 +27,7 @@ def test_numbers_trax_accepts(value):
 @pytest.mark.parametrize('value', [
     'high', '0.9', b'1', None, tf.constant('x'), np.array(['a']), object(),
     [], ['a'], [0.9, None], {'b1': 0.9},
-], ids=repr)
+], ids=lambda v: 'object' if type(v) is object else repr(v))  # pylint: disable=unidiomatic-typecheck
 def test_non_numbers(value):
   assert not _validation.is_number(value)
 
