@@ -40,7 +40,8 @@ class ShapeDtype:
 
   Args:
     shape: a tuple or list of ints (or None for unknown sizes); a
-      `tf.TensorShape` (what our arrays' `.shape` is) is accepted too.
+      `tf.TensorShape` (what a tensor's `.shape` is where a dimension is
+      unknown) is accepted too.
     dtype: any dtype NumPy or TensorFlow understands. It is kept as given,
       except that a `tf.DType` becomes the matching NumPy dtype object.
   """
@@ -50,8 +51,9 @@ class ShapeDtype:
   def __init__(self, shape, dtype=onp.float32):
     if isinstance(shape, tf.TensorShape) and shape.rank is not None:
       shape = tuple(shape)
-    if isinstance(shape, list):
-      shape = tuple(shape)
+    if isinstance(shape, list) or (isinstance(shape, tuple) and
+                                   type(shape) is not tuple):
+      shape = tuple(shape)  # Lists, and tensors' tuple shapes, as tuples.
     if not isinstance(shape, tuple):
       # Trax's check and message: an int or a string is no shape.
       raise TypeError(f'shape must be tuple or list; got: {shape}')

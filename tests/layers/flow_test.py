@@ -57,9 +57,12 @@ def test_scan_without_carry_uses_a_fresh_rng_per_step(mode):
 
 
 @pytest.mark.parametrize('mode', lt.MODES)
-def test_scan_gradient_wrt_weights(mode):
+@pytest.mark.parametrize('remat', [False, True])
+def test_scan_gradient_wrt_weights(mode, remat):
+  # remat (trax/layers/combinators.py Scan, as Chunk uses it) recomputes
+  # each step in the backward pass; the gradient is the same.
   xs, c0 = _x(3, 2), _x(2, seed=1)
-  layer = _init(tl.Scan(_rnn_step()), (xs, c0))
+  layer = _init(tl.Scan(_rnn_step(), remat=remat), (xs, c0))
 
   def loss(w):
     (ys, _), _ = layer.pure_fn((xs, c0), w, layer.state,

@@ -202,9 +202,11 @@ def test_shape_must_be_a_tuple_or_list(shape, want):
 
 
 def test_tensor_shape_is_taken_as_a_tuple():
-  # Analogue: our arrays' .shape is a tf.TensorShape where a JAX array's is
-  # a tuple.
+  # Analogue: a tensor's .shape is a tuple subclass (or, with unknown
+  # dimensions, a tf.TensorShape) where a JAX array's is a tuple.
   s = ShapeDtype(tf.zeros((2, 3)).shape)
+  assert s.shape == (2, 3) and type(s.shape) is tuple
+  s = ShapeDtype(tf.TensorShape([2, 3]))
   assert s.shape == (2, 3) and type(s.shape) is tuple
 
 

@@ -12,6 +12,7 @@ from tensorflow.python.framework import override_binary_operator as _binary_ops 
 from tensorflow.python.ops import math_ops as _math_ops  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.ops.numpy_ops import np_dtypes as _np_dtypes  # pylint: disable=g-direct-tensorflow-import
 
+from tfnp_trax.fastmath import _static_shape
 from tfnp_trax.fastmath import dtypes as _dtypes
 
 _ENABLED = False
@@ -122,6 +123,8 @@ def _add_array_methods():
 
 _enable_once()
 _add_array_methods()
+# `x.shape` is a tuple of ints where static, as on JAX arrays.
+_static_shape.install()
 
 # Trax code writes `jnp.bfloat16`; tf.experimental.numpy lacks the name, so
 # add TensorFlow's NumPy-side bfloat16 type to the module (a global, additive

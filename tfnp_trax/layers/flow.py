@@ -55,6 +55,35 @@ def _leaf_dtypes(outputs):
   return [_dtype_name(leaf) for leaf in fastmath.tree_flatten(outputs)]
 
 
+def _apply(layer, x, weights, state, rng):
+  return layer.pure_fn(x, weights, state, rng, use_cache=True)
+
+
+def _rematerialized(layer, x, weights, state, rng):
+  """`layer.pure_fn`, its activations recomputed in the backward pass.
+
+  `tf.recompute_grad` differentiates only with respect to its explicit
+  arguments, so inputs, weights and state enter as flat lists of tensors.
+  """
+  trees = (x, weights, state)
+  flats = [fastmath.tree_flatten(t) for t in trees]
+  sizes = [len(f) for f in flats]
+  out_tree = []
+
+  def run(*flat):
+    parts, start = [], 0
+    for tree, size in zip(trees, sizes):
+      parts.append(fastmath.tree_unflatten(list(flat[start:start + size]),
+                                           tree)[0])
+      start += size
+    result = _apply(layer, parts[0], parts[1], parts[2], rng)
+    out_tree[:] = [result]
+    return [tf.convert_to_tensor(v) for v in fastmath.tree_flatten(result)]
+  flat_out = tf.recompute_grad(run)(*[tf.convert_to_tensor(v)
+                                      for f in flats for v in f])
+  return fastmath.tree_unflatten(list(flat_out), out_tree[0])[0]
+
+
 class Scan(base.Layer):
   """Applies `layer` along `axis`, threading `n_carry` carries through.
 
@@ -81,14 +110,17 @@ class Scan(base.Layer):
     layer: the step layer.
     axis: the axis of the scanned inputs and outputs.
     n_carry: how many of the last inputs (and outputs) are carries.
-    remat: ignored; memory rematerialization is left to TensorFlow.
+    remat: recompute each step's forward pass in the backward pass instead
+      of keeping its activations (as Trax's `fastmath.remat` of the step):
+      gradient memory then holds one step's activations, not all of them.
+      `Chunk` sets it, as in Trax.
     mode: 'train', 'eval' or 'predict'.
   """
 
   def __init__(self, layer, axis=0, n_carry=1, remat=False, mode='train'):
     # Named 'Scan', as in Trax: it prints as Scan_in2_out2[ <layer> ].
     super().__init__(n_in=layer.n_in, n_out=layer.n_out)
-    del remat
+    self._remat = bool(remat)
     self._sublayers = (layer,)
     self._axis = axis
     self._n_carry = n_carry
@@ -158,9 +190,10 @@ class Scan(base.Layer):
     def step(carry, x):
       (carry_vals, layer_state, i) = carry
       r = fastmath.random.fold_in(rng, i)
-      out, new_state = layer.pure_fn(tuple(x) + tuple(carry_vals) if
-                                     layer.n_in > 1 else x[0], weights,
-                                     layer_state, r, use_cache=True)
+      apply = _rematerialized if self._remat else _apply
+      out, new_state = apply(layer, tuple(x) + tuple(carry_vals) if
+                             layer.n_in > 1 else x[0], weights,
+                             layer_state, r)
       out = _as_tuple(out, layer.n_out)
       # As in Trax, the last n_carry outputs are the carry and the rest are
       # ys, counted on what the layer returned rather than its n_out (a Fn
