@@ -32,3 +32,16 @@ def test_tensors_have_the_jax_array_methods_trax_code_calls(compiled):
       squeeze=a[:, 0], swapaxes=a.swapaxes(0, 2), cumsum=a.cumsum(axis=1))
   for key, value in want.items():
     np.testing.assert_allclose(got[key], value, rtol=1e-6, err_msg=key)
+
+
+def test_numpy_functions_on_tensors_call_the_methods_with_out_none():
+  # NumPy's np.sum(t), np.argmax(t), ... call `t.sum(axis=..., out=None)`
+  # (trax/layers/combinators_test.py ChunkTest sums a layer's output so).
+  t = jnp.asarray(_A)
+  assert float(np.sum(t)) == float(_A.sum())
+  np.testing.assert_allclose(np.sum(t, axis=1), _A.sum(axis=1))
+  assert int(np.argmax(t)) == int(_A.argmax())
+  assert bool(np.any(t > 15.)) and not bool(np.all(t > 0.))
+  np.testing.assert_allclose(np.take(t, [1, 0], axis=2), _A[:, :, [1, 0]])
+  with pytest.raises(TypeError, match=r'Tensor.sum: out= is not supported'):
+    t.sum(out=np.zeros(()))

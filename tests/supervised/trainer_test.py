@@ -417,3 +417,42 @@ def test_a_model_without_randomness_gets_one_key_and_one_with_it_each():
         batch, fastmath.random.get_prng(seed), 0)[0]))
   # A model that draws random numbers still gets the caller's key.
   assert losses[0] == losses[1] != losses[2]
+
+
+class _GrowingState(tl.Layer):
+  """Identity whose state is () after init and (1,) after each call.
+
+  Counts calls: state 0.0 (shape ()) becomes [1.0], [2.0], ... (shape (1,)),
+  as a layer in Trax's Terraformer notebook does.
+  """
+
+  def forward(self, x):
+    count = jnp.reshape(self.state, (-1,))[:1] if self.state.ndim else (
+        jnp.reshape(self.state, (1,)))
+    self.state = count + 1.0
+    return x
+
+  def init_weights_and_state(self, input_signature):
+    self.state = jnp.zeros((), jnp.float32)
+
+
+@pytest.mark.parametrize('fused', [True, False])
+def test_state_that_changes_shape_after_a_step_retraces_once(fused):
+  # Follows JAX as Trax's trainer runs on it (trax/optimizers/trainer.py
+  # Trainer.one_step): the new state may have a new shape; the step
+  # retraces for it once, and later steps keep the same trace.
+  batch = _batch()
+  model = tl.Serial(_GrowingState(), tl.Dense(3), tl.LogSoftmax(),
+                    tl.Fn('Xent', _xent))
+  model.init(shapes.signature(batch), rng=fastmath.random.get_prng(0))
+  trainer = trainer_lib.Trainer(model, optimizers.SGD(0.1),
+                                fused_update=fused)
+  for step in range(4):
+    loss, _ = trainer.one_step(batch, fastmath.random.get_prng(1), step)
+    assert np.isfinite(float(loss))
+    np.testing.assert_array_equal(trainer.model_state[0], [step + 1.0])
+  assert trainer.n_state_reshapes == 1
+  assert trainer.n_traces == 2  # One per state shape.
+  trainer.model_state = (np.zeros((), np.float32), (), (), ())
+  trainer.one_step(batch, fastmath.random.get_prng(1), 4)
+  np.testing.assert_array_equal(trainer.model_state[0], [1.0])

@@ -94,31 +94,32 @@ def _add_array_methods():
   jnp arrays. Only missing names are added, each the tf.experimental.numpy
   function of that name, so no existing attribute changes.
   """
-  # pylint: disable=g-long-lambda
-  methods = {
-      # Out-of-range indices clip (TF NumPy's default), where JAX's default
-      # fills; in-range indices, the use in Trax code, agree.
-      'take': lambda self, indices, axis=None, mode=None: _tnp.take(
-          self, indices, axis=axis, mode=mode or 'clip'),
-      'sum': lambda self, axis=None, dtype=None, keepdims=False: _tnp.sum(
-          self, axis=axis, dtype=dtype, keepdims=keepdims),
-      'prod': lambda self, axis=None, dtype=None, keepdims=False: _tnp.prod(
-          self, axis=axis, dtype=dtype, keepdims=keepdims),
-      'any': lambda self, axis=None, keepdims=False: _tnp.any(
-          self, axis=axis, keepdims=keepdims),
-      'all': lambda self, axis=None, keepdims=False: _tnp.all(
-          self, axis=axis, keepdims=keepdims),
-      'argmax': lambda self, axis=None: _tnp.argmax(self, axis=axis),
-      'argmin': lambda self, axis=None: _tnp.argmin(self, axis=axis),
-      'squeeze': lambda self, axis=None: _tnp.squeeze(self, axis=axis),
-      'swapaxes': lambda self, axis1, axis2: _tnp.swapaxes(self, axis1, axis2),
-      'cumsum': lambda self, axis=None, dtype=None: _tnp.cumsum(
-          self, axis=axis, dtype=dtype),
-  }
-  for name, method in methods.items():
+  def take(self, indices, axis=None, mode=None):
+    # Out-of-range indices clip (TF NumPy's default), where JAX's default
+    # fills and NumPy's np.take (mode 'raise') raises; in-range indices,
+    # the use in Trax code, agree.
+    mode = 'clip' if mode in (None, 'raise', 'fill') else mode
+    return _tnp.take(self, indices, axis=axis, mode=mode)
+
+  methods = {'take': take, 'sum': _tnp.sum, 'prod': _tnp.prod,
+             'any': _tnp.any, 'all': _tnp.all, 'argmax': _tnp.argmax,
+             'argmin': _tnp.argmin, 'squeeze': _tnp.squeeze,
+             'swapaxes': _tnp.swapaxes, 'cumsum': _tnp.cumsum}
+  for name, fn in methods.items():
     if not hasattr(tf.Tensor, name):
-      method.__name__ = name
-      setattr(tf.Tensor, name, method)
+      setattr(tf.Tensor, name, _as_method(name, fn))
+
+
+def _as_method(name, fn):
+  """`fn(self, ...)` as a method; NumPy's `np.sum(t)` passes `out=None`."""
+  def method(self, *args, out=None, **kwargs):
+    if out is not None:
+      raise TypeError(f'Tensor.{name}: out= is not supported (tensors are '
+                      f'immutable); use the returned value.')
+    return fn(self, *args, **kwargs)
+  method.__name__ = name
+  method.__doc__ = f'`jnp.{name}(self, ...)`, as on JAX arrays.'
+  return method
 
 
 _enable_once()

@@ -6,6 +6,7 @@ after the gradient all-reduce, so writing them back needs no further
 communication: `assign_local` hands every device its own replica's value.
 """
 
+import numpy as onp
 import tensorflow as tf
 
 from tfnp_trax import fastmath
@@ -23,11 +24,26 @@ class VariableTree:
   def __init__(self, tree, strategy, name):
     self._structure = tree
     self._strategy = strategy
+    self._name = name
     with strategy.scope():
-      self.variables = [
-          tf.Variable(x, trainable=False, name=f'{name}_{i}',
-                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-          for i, x in enumerate(fastmath.tree_leaves(tree))]
+      self.variables = [self._variable(i, x)
+                        for i, x in enumerate(fastmath.tree_leaves(tree))]
+
+  def _variable(self, i, x):
+    return tf.Variable(x, trainable=False, name=f'{self._name}_{i}',
+                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+
+  def replace(self, values):
+    """Re-creates the variables at the given indices, shaped as the values.
+
+    Args:
+      values: {leaf index: new value}; a value may have a new shape (state
+        that changes shape after a step, as JAX allows), not a new dtype.
+    """
+    with self._strategy.scope():
+      for i, x in values.items():
+        old = self.variables[i]
+        self.variables[i] = self._variable(i, tf.cast(x, old.dtype))
 
   def _unflatten(self, flat):
     return fastmath.tree_unflatten(flat, self._structure,
@@ -41,10 +57,27 @@ class VariableTree:
     """The current values as a tree of NumPy arrays (first replica)."""
     return self._unflatten([v.numpy() for v in self.variables])
 
-  def assign(self, tree):
-    """Sets all values from a tree of arrays (outside replica functions)."""
-    for v, x in zip(self.variables, fastmath.tree_leaves(tree)):
-      v.assign(tf.cast(x, v.dtype))
+  def assign(self, tree, allow_new_shapes=False):
+    """Sets all values from a tree of arrays (outside replica functions).
+
+    Args:
+      tree: the new values, in this tree's structure.
+      allow_new_shapes: re-create (see `replace`) the variables whose value
+        has another shape, instead of failing.
+
+    Returns:
+      Whether any variable was re-created.
+    """
+    reshaped = {}
+    for i, (v, x) in enumerate(zip(self.variables,
+                                   fastmath.tree_leaves(tree))):
+      if allow_new_shapes and tuple(v.shape) != tuple(onp.shape(x)):
+        reshaped[i] = x
+      else:
+        v.assign(tf.cast(x, v.dtype))
+    if reshaped:
+      self.replace(reshaped)
+    return bool(reshaped)
 
   def check_like(self, tree, what):
     flat = fastmath.tree_leaves(tree)

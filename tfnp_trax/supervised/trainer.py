@@ -99,6 +99,10 @@ def _flat_caller(concrete):
   return lambda flat: call_flat(flat, concrete.captured_inputs)
 
 
+# Key prefix of step outputs that carry state leaves whose shape changed.
+_NEW_STATE = '_new_state/'
+
+
 def _after(updates, loss, stats):
   """`(loss, stats)`, available only once `updates` have run."""
   with tf.control_dependencies(updates):
@@ -192,6 +196,7 @@ class Trainer:
     # `weights_l2` has read them: XLA need not copy them, and the norm's
     # read runs beside the update instead of competing with the forward
     # matmuls (see bench/README.md).
+    self._whole, self._outer_xla = whole, outer_xla
     self._step_fn = tf.function(self._distributed_step, autograph=False,
                                 jit_compile=True if outer_xla else None)
     # A whole-step XLA program fuses the pure update itself, and ran faster
@@ -206,6 +211,7 @@ class Trainer:
                                   jit_compile=True)
                       if whole and not outer_xla
                       else self._compute_and_write)
+    self.n_state_reshapes = 0
     self._update_fn = (tf.function(self._update, autograph=False,
                                    jit_compile=True)
                        if jit_compile in (True, 'update') and not whole
@@ -235,7 +241,45 @@ class Trainer:
 
   @model_state.setter
   def model_state(self, state):
-    self._state.assign(state)
+    reshaped = self._state.assign(state, allow_new_shapes=True)
+    if reshaped:
+      self._retrace_for_new_state()
+
+  def _retrace_for_new_state(self):
+    """Traces the step anew: some state variables were re-created.
+
+    As on JAX, whose jitted step retraces when the state's shapes change,
+    a layer's state may change shape (a Trax layer whose state goes from
+    `()` to `(1,)` on its first call). The variables of those leaves are
+    re-created with the new shapes and the compiled step, which captured
+    the old ones, is rebuilt once; steps that keep the shapes reuse it.
+    """
+    self.n_state_reshapes += 1
+    self._step_fn = tf.function(self._distributed_step, autograph=False,
+                                jit_compile=True if self._outer_xla else None)
+    if self._whole and not self._outer_xla:
+      self._write_fn = tf.function(self._compute_and_write, autograph=False,
+                                   jit_compile=True)
+    self._fast_layout, self._fast_fn, self._fast_flat = None, None, None
+
+  def _state_writes(self, new_state):
+    """Writes of `new_state`, and the leaves whose shapes changed.
+
+    Returns:
+      `(updates, reshaped)`: the write ops for leaves whose static shape
+      fits their variable, and `{_NEW_STATE + str(i): value}` for the others,
+      which the step returns for `one_step` to store in new variables.
+    """
+    fits, reshaped = [], {}
+    leaves = fastmath.tree_leaves(new_state)
+    for i, (v, x) in enumerate(zip(self._state.variables, leaves)):
+      if tf.TensorShape(x.shape).is_compatible_with(v.shape):
+        fits.append((v, x))
+      else:
+        reshaped[f'{_NEW_STATE}{i}'] = tf.convert_to_tensor(x)
+    updates = _variables.assign_local([v for v, _ in fits],
+                                      [x for _, x in fits])
+    return updates, reshaped
 
   @property
   def slots(self):
@@ -293,9 +337,8 @@ class Trainer:
     stats, updates = self._fused.apply(
         step, fastmath.tree_leaves(grads), fastmath.tree_leaves(weights),
         opt_params)
-    updates += _variables.assign_local(
-        self._state.variables, fastmath.tree_leaves(mean_state(new_state)))
-    return _after(updates, loss, stats)
+    state_updates, reshaped = self._state_writes(mean_state(new_state))
+    return _after(updates + state_updates, loss, dict(stats, **reshaped))
 
   def _compute_and_write(self, batch, rng, step, opt_params):
     """`_compute`, then the new weights, slots and state written."""
@@ -303,11 +346,10 @@ class Trainer:
         batch, rng, step, opt_params, self._weights.read(),
         self._slots.read(), self._state.read())
     updates = _variables.assign_local(
-        self._weights.variables + self._slots.variables +
-        self._state.variables,
-        fastmath.tree_leaves(new_weights) + fastmath.tree_leaves(new_slots)
-        + fastmath.tree_leaves(new_state))
-    return _after(updates, loss, stats)
+        self._weights.variables + self._slots.variables,
+        fastmath.tree_leaves(new_weights) + fastmath.tree_leaves(new_slots))
+    state_updates, reshaped = self._state_writes(new_state)
+    return _after(updates + state_updates, loss, dict(stats, **reshaped))
 
   def _update(self, step, grads, weights, slots, opt_params):
     return self._optimizer.tree_update(step, grads, weights, slots,
@@ -333,7 +375,10 @@ class Trainer:
                                      args=(batch, rng, step, opt_params))
     mean = tf.distribute.ReduceOp.MEAN
     loss = self._strategy.reduce(mean, loss, axis=None)
-    stats = {k: self._strategy.reduce(mean, v, axis=None)
+    # Replicas agree on new state (see mean_state): the first one's is kept.
+    stats = {k: (self._strategy.experimental_local_results(v)[0]
+                 if k.startswith(_NEW_STATE) else
+                 self._strategy.reduce(mean, v, axis=None))
              for k, v in stats.items()}
     return loss, stats
 
@@ -382,7 +427,13 @@ class Trainer:
         isinstance(batch, tuple) and batch and isinstance(
             batch[0], tf.distribute.DistributedValues)):
       batch = self.distribute_batch(batch)
-    return self._call_step(batch, rng, hparams)
+    loss, stats = self._call_step(batch, rng, hparams)
+    if any(k.startswith(_NEW_STATE) for k in stats):
+      reshaped = {int(k[len(_NEW_STATE):]): stats.pop(k)
+                  for k in list(stats) if k.startswith(_NEW_STATE)}
+      self._state.replace(reshaped)
+      self._retrace_for_new_state()
+    return loss, stats
 
   def _pack_hparams(self, step, params):
     """The step number and hyperparameters as one float64 tensor.
