@@ -72,8 +72,12 @@ def test_bad_specs_fail_at_construction():
   with pytest.raises(AssertionError,
                      match=r"spec 'a-b' has characters \['-'\]"):
     tl.AssertShape('a-b')
-  with pytest.raises(AssertionError, match=r'more than one ellipsis'):
-    tl.AssertShape('...a...')
+  # Follows trax/layers/assert_shape_test.py test_double_ellipsis_fail:
+  # more than one ellipsis (or a '..' typo) is a LayerError when it runs.
+  for spec in ('...a...', 'b..c', 'b......c'):
+    layer = tl.AssertShape(spec)
+    with pytest.raises(tl.LayerError, match=r'more than one ellipsis'):
+      layer(np.ones((2, 3, 4, 5)))
   with pytest.raises(AssertionError, match=r"spec 'ab->a\+' has characters"):
     tl.AssertFunction('ab->a+', tl.Relu())
   with pytest.raises(ValueError, match=r"needs exactly one '->'"):

@@ -37,18 +37,23 @@ def _caller(depth):
 def _parse(spec, full_spec):
   """'ab,...c' -> ['ab', '.c'] with one '.' per ellipsis, checked.
 
-  A bad spec raises AssertionError, the type Trax's assert gives it.
+  A spec with other characters raises AssertionError, the type Trax's
+  assert gives it. More than one ellipsis (or a stray '.') in a part is
+  reported when the layer runs, as in Trax, where it is a LayerError.
   """
   specs = spec.replace('...', '.').split(',')
   for part in specs:
     bad = sorted(set(part) - _ALLOWED)
-    if bad or part.count('.') > 1:
-      what = (f'characters {bad}' if bad else 'more than one ellipsis')
+    if bad:
       raise AssertionError(
-          f"AssertShape: spec {full_spec!r} has {what} in {part!r}; use "
-          f"letters (named dimensions), digits (sizes), one '...' per tensor, "
-          f"',' between tensors and '->' between inputs and outputs.")
+          f"AssertShape: spec {full_spec!r} has characters {bad} in "
+          f"{part!r}; {_SPEC_HINT}")
   return specs
+
+
+_SPEC_HINT = ("use letters (named dimensions), digits (sizes), one '...' per "
+              "tensor, ',' between tensors and '->' between inputs and "
+              "outputs.")
 
 
 class _Checker:
@@ -74,6 +79,10 @@ class _Checker:
     bindings['_shapes'][kind] = shapes
     if len(xs) != len(specs):
       self.fail(f'expected {len(specs)} {kind}s but got {len(xs)}', bindings)
+    for spec in specs:
+      if spec.count('.') > 1:
+        self.fail(f'more than one ellipsis in {spec!r}; {_SPEC_HINT}',
+                  bindings)
     for i, (shape, spec) in enumerate(zip(shapes, specs)):
       where = f'{kind} {i}'
       named = spec.replace('.', '')
