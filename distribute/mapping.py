@@ -133,7 +133,7 @@ def pmap(fn, axis_name='batch', in_axes=0, strategy=None, out='local'):
     >>> import numpy as np
     >>> f = pmap(lambda x: 2 * x, strategy=tf.distribute.get_strategy())
     >>> f(np.ones((1, 3), np.float32))[0].shape
-    TensorShape([3])
+    (3,)
   """
   del axis_name
   if out not in OUT_MODES:

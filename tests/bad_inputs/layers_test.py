@@ -181,10 +181,6 @@ CASES = [
          _loss(tl.CategoryCrossEntropy(), _LOGITS, np.array([1., 2.], F32)),
          LayerError, r'CategoryCrossEntropy: targets must be integer '
          r'category ids, got dtype float32 \(shape \(2,\)\)'),
-    Case('cross_entropy_loss_float_labels',
-         _loss(tl.CrossEntropyLoss(), _LOGITS, np.array([1., 2.], F32), _W2),
-         LayerError, r'_CrossEntropy: targets must be integer category ids, '
-         r'got dtype float32'),
     Case('accuracy_float_labels',
          _loss(tl.CategoryAccuracy(), _LOGITS, np.array([1., 2.], F32)),
          LayerError, r'CategoryAccuracy: targets must be integer category '

@@ -258,3 +258,39 @@ def test_stop_gradient(mode):
   tree = fastmath.stop_gradient({'a': x, 'b': (x, ())})
   assert tree['b'][1] == ()
   np.testing.assert_array_equal(tree['a'], x)
+
+
+def test_recompute_grad_matches_the_analytic_values_and_gradients():
+  # f(x, {'w': w, 'b': b}) = sum(tanh(x @ w + b)); d/dw = x^T (1 - t^2).
+  rng = np.random.RandomState(0)
+  x = rng.randn(3, 4).astype(np.float32)
+  params = {'w': rng.randn(4, 2).astype(np.float32),
+            'b': rng.randn(2).astype(np.float32)}
+
+  def f(x, p):
+    return jnp.sum(jnp.tanh(jnp.matmul(x, p['w']) + p['b']))
+
+  t = np.tanh(x.astype(np.float64) @ params['w'] + params['b'])
+  value = fastmath.recompute_grad(f)(x, params)
+  np.testing.assert_allclose(value, t.sum(), rtol=1e-5)
+  grads = fastmath.grad(lambda p: fastmath.recompute_grad(f)(x, p))(params)
+  np.testing.assert_allclose(grads['w'], x.T.astype(np.float64) @ (1 - t**2),
+                             rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(grads['b'], (1 - t**2).sum(0), rtol=1e-4,
+                             atol=1e-5)
+
+
+def test_recompute_grad_runs_the_function_again_in_the_backward_pass():
+  calls = []
+
+  def f(x):
+    calls.append(1)
+    return jnp.sum(x * x)
+
+  x = tf.constant([1.0, 2.0])
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    y = fastmath.recompute_grad(f)(x)
+  g = tape.gradient(y, x)
+  np.testing.assert_allclose(g, [2.0, 4.0])
+  assert len(calls) == 2  # Forward, then again for the gradient.

@@ -460,7 +460,7 @@ MISSING_MODULES = []
 # are not in its `__all__`: `supervised.train` would otherwise import gin on
 # `import tfnp_trax`.
 LAZY_NAMES = {
-    'supervised': ['train'],
+    'supervised': ['train', 'Trainer'],
 }
 
 MISSING_NAMES = {
@@ -472,10 +472,6 @@ MISSING_NAMES = {
     ],
     'layers': [
         'unshard_in_pmap',
-    ],
-    # Trax's older trainer_lib API.
-    'supervised': [
-        'Trainer',
     ],
     'layers.base': [
         'unshard_in_pmap',
@@ -506,7 +502,7 @@ MISSING_NAMES = {
         'tree_leaves', 'tree_unflatten',
     ],
     'supervised.trainer_lib': [
-        'OptState', 'Trainer', 'TrainerState', 'epochs', 'load_trainer_state',
+        'OptState', 'TrainerState', 'load_trainer_state',
         'make_trainer_state_dict', 'trainer_state_from_dict',
     ],
 }

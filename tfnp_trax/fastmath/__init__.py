@@ -76,6 +76,7 @@ from tfnp_trax.fastmath.transforms import custom_vjp
 from tfnp_trax.fastmath.transforms import grad
 from tfnp_trax.fastmath.transforms import in_xla
 from tfnp_trax.fastmath.transforms import jit
+from tfnp_trax.fastmath.transforms import recompute_grad
 from tfnp_trax.fastmath.transforms import stop_gradient
 from tfnp_trax.fastmath.transforms import value_and_grad
 from tfnp_trax.fastmath.transforms import vjp
@@ -104,7 +105,7 @@ __all__ = [
     'canonicalize_array', 'canonicalize_dtype', 'promote_args',
     'result_type', 'dataset_as_numpy', 'disable_jit', 'global_device_count',
     'is_backend', 'lt', 'map', 'nested_stack', 'nested_zip', 'pmap', 'remat',
-    'sigmoid', 'in_xla', 'ordered_after', 'sums_of_squares',
+    'sigmoid', 'in_xla', 'recompute_grad', 'ordered_after', 'sums_of_squares',
 ]
 
 # Trax code also writes `import trax.fastmath.numpy as jnp`. `numpy` here is

@@ -11,7 +11,7 @@ import tensorflow as tf
 from tfnp_trax.fastmath import trees
 
 __all__ = ['jit', 'grad', 'value_and_grad', 'vjp', 'custom_grad',
-           'custom_vjp', 'stop_gradient', 'in_xla']
+           'custom_vjp', 'stop_gradient', 'in_xla', 'recompute_grad']
 
 
 def in_xla():
@@ -243,4 +243,42 @@ def custom_grad(f_vjp, f_original):
 
     flat_out = inner(*flat_args)
     return trees.tree_unflatten(list(flat_out), holder['out'])[0]
+  return wrapped
+
+
+def recompute_grad(fn):
+  """`fn` over trees of tensors, recomputed in the backward pass.
+
+  The returned function computes `fn(*trees)`, but keeps none of `fn`'s
+  intermediate values for the gradient: the backward pass runs `fn` again.
+  Memory for the gradient then holds only the inputs and outputs.
+  `tf.recompute_grad` differentiates only with respect to its explicit
+  arguments, so every leaf of `trees` is passed to it as one flat list;
+  values captured by `fn` from outside (a key, say) are treated as
+  constants.
+
+  Args:
+    fn: a function of trees of tensors returning a tree of tensors.
+
+  Returns:
+    A function of the same trees with the same values and gradients.
+  """
+  def wrapped(*args):
+    flats = [trees.tree_flatten(t) for t in args]
+    sizes = [len(f) for f in flats]
+    out_tree = []
+
+    def run(*flat):
+      parts, start = [], 0
+      for tree, size in zip(args, sizes):
+        parts.append(trees.tree_unflatten(list(flat[start:start + size]),
+                                          tree)[0])
+        start += size
+      result = fn(*parts)
+      out_tree[:] = [result]
+      return [tf.convert_to_tensor(v) for v in trees.tree_flatten(result)]
+
+    flat_out = tf.recompute_grad(run)(*[tf.convert_to_tensor(v)
+                                        for f in flats for v in f])
+    return trees.tree_unflatten(list(flat_out), out_tree[0])[0]
   return wrapped

@@ -3,8 +3,6 @@
 import copy
 import random as _py_random
 
-import tensorflow as tf
-
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
@@ -60,28 +58,9 @@ def _apply(layer, x, weights, state, rng):
 
 
 def _rematerialized(layer, x, weights, state, rng):
-  """`layer.pure_fn`, its activations recomputed in the backward pass.
-
-  `tf.recompute_grad` differentiates only with respect to its explicit
-  arguments, so inputs, weights and state enter as flat lists of tensors.
-  """
-  trees = (x, weights, state)
-  flats = [fastmath.tree_flatten(t) for t in trees]
-  sizes = [len(f) for f in flats]
-  out_tree = []
-
-  def run(*flat):
-    parts, start = [], 0
-    for tree, size in zip(trees, sizes):
-      parts.append(fastmath.tree_unflatten(list(flat[start:start + size]),
-                                           tree)[0])
-      start += size
-    result = _apply(layer, parts[0], parts[1], parts[2], rng)
-    out_tree[:] = [result]
-    return [tf.convert_to_tensor(v) for v in fastmath.tree_flatten(result)]
-  flat_out = tf.recompute_grad(run)(*[tf.convert_to_tensor(v)
-                                      for f in flats for v in f])
-  return fastmath.tree_unflatten(list(flat_out), out_tree[0])[0]
+  """`layer.pure_fn`, its activations recomputed in the backward pass."""
+  return fastmath.recompute_grad(
+      lambda x, w, s: _apply(layer, x, w, s, rng))(x, weights, state)
 
 
 class Scan(base.Layer):
@@ -484,13 +463,19 @@ def SerialWithSideOutputs(layers, n_side_outputs=1):  # pylint: disable=invalid-
   return cb.Serial(serial_layers)
 
 
+def _static_dims(x):
+  """`x`'s dimensions (None where unknown), or None if its rank is unknown."""
+  shape = x.shape
+  if getattr(shape, 'rank', 0) is None:
+    return None
+  return tuple(None if d is None else int(d) for d in shape)
+
+
 def _same_static_shapes(a, b):
   """Whether trees `a` and `b` have leaves of equal static shapes."""
   a, b = fastmath.tree_leaves(a), fastmath.tree_leaves(b)
   return len(a) == len(b) and all(
-      tf.TensorShape(x.shape).as_list() == tf.TensorShape(y.shape).as_list()
-      if tf.TensorShape(x.shape).rank is not None else
-      tf.TensorShape(y.shape).rank is None for x, y in zip(a, b))
+      _static_dims(x) == _static_dims(y) for x, y in zip(a, b))
 
 
 class Cache(base.Layer):

@@ -118,7 +118,7 @@ class Adafactor(base.Optimizer):
   >>> opt = Adafactor(learning_rate=0.1, multiply_by_parameter_scale=False)
   >>> slots = opt.init(jnp.zeros((2, 3), jnp.float32))
   >>> slots.v_row.shape, slots.v_col.shape, slots.momentum
-  (TensorShape([2]), TensorShape([3]), ())
+  ((2,), (3,), ())
   """
 
   def __init__(self, learning_rate=0.05, factored=True,

@@ -101,7 +101,7 @@ class SM3(base.Optimizer):
   >>> w = jnp.zeros((2, 3), jnp.float32)
   >>> momentum, accumulators, graft_accumulators = opt.init(w)
   >>> [a.shape for a in accumulators], momentum, graft_accumulators
-  ([TensorShape([2]), TensorShape([3])], [], [])
+  ([(2,), (3,)], [], [])
   """
 
   def __init__(self, learning_rate=0.01, momentum=0.9,

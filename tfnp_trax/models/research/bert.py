@@ -40,7 +40,7 @@ class AddBias(tl.Layer):
     >>> layer = AddBias()
     >>> _ = layer.init(shapes.ShapeDtype((2, 3), jnp.float32))
     >>> layer.weights.shape
-    TensorShape([3])
+    (3,)
   """
 
   def forward(self, inputs):
