@@ -237,14 +237,25 @@ class CheckpointManager:
     manifest = self._verify(path)
     name = name or f'ckpt-{manifest["step"]}' + (
         '-permanent' if permanent else '')
-    final = os.path.join(self._dir, name)
-    tmp = os.path.join(self._dir, f'{_TMP_PREFIX}{name}-{uuid.uuid4().hex[:8]}')
-    try:
-      os.makedirs(tmp)
+    def fill(tmp):
       for f in list(manifest['sha256']) + [_MANIFEST]:
         shutil.copyfile(os.path.join(path, f), os.path.join(tmp, f))
         _fsync_file(os.path.join(tmp, f))
       self._verify(tmp)  # The copy is checked before it gets its name.
+    return self._write_folder(name, fill)
+
+  def _write_folder(self, name, fill):
+    """Writes folder `name` atomically: `fill(tmp)`, then a rename.
+
+    A failure leaves no partial folder (the temporary one is removed) and
+    is raised as the manager's write error; a kill leaves at most a
+    temporary folder, which the next writer removes.
+    """
+    final = os.path.join(self._dir, name)
+    tmp = os.path.join(self._dir, f'{_TMP_PREFIX}{name}-{uuid.uuid4().hex[:8]}')
+    try:
+      os.makedirs(tmp)
+      fill(tmp)
       _replace_dir(tmp, final)
       _fsync_dir(self._dir)
     except (OSError, tf.errors.OpError) as e:
@@ -268,10 +279,8 @@ class CheckpointManager:
       raise ValueError(f'CheckpointManager.save: name {name!r} must be a '
                        f'plain folder name not of the form ckpt-<step>.')
     name = name or f'ckpt-{step}' + ('-permanent' if permanent else '')
-    final = os.path.join(self._dir, name)
-    tmp = os.path.join(self._dir, f'{_TMP_PREFIX}{name}-{uuid.uuid4().hex[:8]}')
-    try:
-      os.makedirs(tmp)
+
+    def fill(tmp):
       self._ckpt.write(os.path.join(tmp, 'state'))
       files = sorted(f for f in os.listdir(tmp))
       for f in files:
@@ -283,13 +292,7 @@ class CheckpointManager:
           'sha256': {f: _sha256(os.path.join(tmp, f)) for f in files},
       }
       _write_manifest(os.path.join(tmp, _MANIFEST), manifest)
-      _replace_dir(tmp, final)
-      _fsync_dir(self._dir)
-    except (OSError, tf.errors.OpError) as e:
-      raise self._write_error(name, e) from e
-    finally:
-      if os.path.exists(tmp):
-        shutil.rmtree(tmp, ignore_errors=True)
+    final = self._write_folder(name, fill)
     self._prune()
     return final
 
