@@ -85,11 +85,12 @@ def _adder():
 
 CASES = [
     # -- autoregressive_sample ------------------------------------------------
-    Case('decode_max_length_zero', _sample(max_length=0), ValueError,
-         r'autoregressive_sample: max_length must be a positive int, got 0'),
-    Case('decode_max_length_fraction', _sample(max_length=2.5), TypeError,
-         r'autoregressive_sample: max_length must be a positive int, got '
-         r'2.5 \(float\)'),
+    Case('decode_max_length_infinite', _sample(max_length=float('inf')),
+         ValueError, r'autoregressive_sample: max_length must be finite, got '
+         r'inf'),
+    Case('decode_max_length_string', _sample(max_length='10'), TypeError,
+         r"autoregressive_sample: max_length must be a number of tokens, got "
+         r"'10' \(str\)"),
     Case('decode_batch_size_zero', _sample(batch_size=0), ValueError,
          r'autoregressive_sample: batch_size must be a positive int, got 0'),
     Case('decode_batch_size_float', _sample(batch_size=1.0), TypeError,
@@ -139,7 +140,8 @@ CASES = [
          ValueError, r'beam_search: model Serial takes 2 inputs .*but inputs '
          r'is None. Pass the source ids as inputs='),
     Case('beam_max_length_zero', _beam(max_length=0), ValueError,
-         r'beam_search: max_length must be a positive int, got 0'),
+         r'beam_search: max_length must be positive \(it takes '
+         r'ceil\(max_length\) steps\), got 0'),
     Case('beam_batch_size_zero', _beam(batch_size=0), ValueError,
          r'beam_search: batch_size must be a positive int, got 0'),
     Case('beam_n_beams_float', _beam(n_beams=2.0), TypeError,

@@ -87,3 +87,13 @@ def test_parallel_takes_whole_float_counters_as_ints():
   assert [x for x in got if x < 100] == list(range(6))
   assert [x for x in got if x >= 100] == [100, 101, 102]
 
+
+def test_parallel_takes_negative_counters_as_trax_does():
+  # trax/data/inputs.py, Parallel: a stream is drawn while its count is
+  # under its counter, and the counts reset when their sum reaches the
+  # counters' sum. With (2, -1, 1) that sum is 2, reached after one draw
+  # from each of streams 0 and 2: by hand, 0, 2, 0, 2, ...
+  sources = [lambda k=k: iter([(np.array([k]),)] * 20) for k in range(3)]
+  mixed = data.Parallel(sources, counters=[2, -1, 1])()
+  assert [int(next(mixed)[0][0]) for _ in range(6)] == [0, 2] * 3
+

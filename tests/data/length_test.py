@@ -50,6 +50,16 @@ def test_pad_to_length_rejects_lengths_when_built():
     data.PadToLength(len_map={0: True})
 
 
+def test_filter_by_length_with_min_above_max_passes_nothing(caplog):
+  # Trax accepts it: a finite stream comes out empty. We warn as well.
+  examples = [(_ids(1, 2), _ids(1)), (_ids(1, 2, 3, 4), _ids(1))]
+  with caplog.at_level('WARNING'):
+    step = data.FilterByLength(max_length=2, min_length=5)
+  assert 'min_length (5) is greater than max_length (2)' in caplog.text
+  for got in _both_paths(step, examples):
+    assert list(got) == []
+
+
 def test_filter_by_length_still_measures_tuples_and_arrays():
   examples = [(_ids(1, 2), _ids(1)), (_ids(1, 2, 3, 4), _ids(1))]
   for got in _both_paths(data.FilterByLength(max_length=3), examples):

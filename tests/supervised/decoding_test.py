@@ -433,6 +433,23 @@ def test_eos_id_none_runs_to_max_length_and_a_whole_float_is_an_id():
   np.testing.assert_array_equal(beams[0][0], [[2, 2, 2]])
 
 
+@pytest.mark.parametrize('max_length,n_tokens', [(2.5, 3), (3.0, 3),
+                                                   (0, 1), (-4, 1)])
+def test_max_length_counts_tokens_as_trax_does(max_length, n_tokens):
+  # trax/supervised/decoding.py, autoregressive_sample: the count is tested
+  # with `counter >= max_length` after each token, the first one included.
+  model = _fixed_logits_model(np.array([0.1, 0.2, 0.7]))
+  out = decoding.autoregressive_sample(model, temperature=0.0, eos_id=None,
+                                       max_length=max_length,
+                                       accelerate=False)
+  np.testing.assert_array_equal(out, [[2] * n_tokens])
+  # beam_search tests `counter < max_length` before each step.
+  if max_length > 0:
+    beams = decoding.beam_search(model, n_beams=1, eos_id=None,
+                                 max_length=max_length, accelerate=False)
+    np.testing.assert_array_equal(beams[0][0], [[2] * n_tokens])
+
+
 def test_start_id_of_shape_batch_feeds_each_sequence_its_own_id():
   # Logits peak at (fed id + 1), so the first greedy token is start + 1.
   model = tl.Fn('NextId', lambda x: 10.0 * (

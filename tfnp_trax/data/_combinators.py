@@ -7,6 +7,7 @@ as in Trax, or a `tf.data.Dataset`, on which the step runs as tf.data ops.
 
 import functools
 import itertools
+import math
 import queue as queue_lib
 import threading
 
@@ -126,7 +127,7 @@ def _parallel_order(counters, gradually_reweight, use_remainders):
     if k == len(ranked):
       return []
     out = []
-    for _ in range(counters[ranked[k]] // prev_counter):
+    for _ in range(math.floor(counters[ranked[k]] / prev_counter)):
       out.append(ranked[k])
       out += emit(k + 1, counters[ranked[k]])
     return out
@@ -135,9 +136,9 @@ def _parallel_order(counters, gradually_reweight, use_remainders):
     fractions = []
     for k, i in enumerate(ranked):
       done = int(np.prod(fractions)) if fractions else 1
-      order += [i] * (counters[i] - done)
+      order += [i] * int(counters[i] - done)
       if k + 1 < len(ranked):
-        fractions.append(counters[ranked[k + 1]] // counters[i])
+        fractions.append(math.floor(counters[ranked[k + 1]] / counters[i]))
   return [], order
 
 
@@ -172,26 +173,27 @@ def Parallel(fns=None, counters=None, reweight_by_minimum=False,  # pylint: disa
       raise ValueError(f'Parallel: got {len(fns)} streams but {len(counters)}'
                        f' counters ({list(counters)}); give one per stream.')
     for i, c in enumerate(counters):
-      # Whole floats (2.0, as configs may give) count; a fraction would keep
-      # the rounds from ever completing.
-      whole = isinstance(c, (int, np.integer, float, np.floating)) and (
-          not isinstance(c, bool)) and float(c).is_integer()
-      if not whole or c < 0:
-        raise ValueError(f'Parallel: counters[{i}] is {c!r}; counters are '
-                         f'ints >= 0 (how many examples to draw from each '
-                         f'stream per round; 0 drops it).')
-    counters = [int(c) for c in counters]
+      # Any real number counts, as in Trax (a negative counter never draws,
+      # a fraction rounds as Trax's comparisons do); an order that would
+      # never yield is refused below instead of hanging.
+      if not isinstance(c, (int, float, np.integer, np.floating)):
+        raise TypeError(f'Parallel: counters[{i}] is {c!r}; counters are '
+                        f'numbers (how many examples to draw from each '
+                        f'stream per round; 0 drops it).')
     kept = [i for i, c in enumerate(counters) if c != 0]
     fns = [fns[i] for i in kept]
     counters = [counters[i] for i in kept]
   else:
     counters = [1] * len(fns)
   if reweight_by_minimum:
-    counters = [c // min(counters) for c in counters]
+    counters = [math.floor(c / min(counters)) for c in counters]
   prefix, cycle = _parallel_order(counters, gradually_reweight,
                                   use_remainders)
   if not cycle:
-    raise ValueError(f'Parallel: counters {counters} draw from no stream.')
+    # Trax would loop forever here without yielding (after the prefix).
+    raise ValueError(f'Parallel: counters {counters} draw from no stream '
+                     f'once the first {len(prefix)} examples are out, so the '
+                     f'mix would hang; give positive whole counters.')
 
   def sources(gen):
     return [f(gen) if gen is not None else f() for f in fns]

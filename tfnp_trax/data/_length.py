@@ -110,10 +110,11 @@ def FilterByLength(max_length, min_length=0,  # pylint: disable=invalid-name
     raise ValueError('FilterByLength: give max_length or min_length.')
   if (max_length is not None and min_length is not None and
       min_length > max_length):
-    # Every example would be dropped: an endless stream would never yield.
-    raise ValueError(f'FilterByLength: min_length ({min_length}) is greater '
-                     f'than max_length ({max_length}), so no example can '
-                     f'pass; swap them, or lower min_length.')
+    # Trax accepts this (a finite stream comes out empty), so it is a
+    # warning; on an endless stream nothing would ever come out.
+    logging.warning('FilterByLength: min_length (%s) is greater than '
+                    'max_length (%s), so no example can pass; swap them, or '
+                    'lower min_length.', min_length, max_length)
   length_keys = _checked_length_keys(length_keys, 'FilterByLength')
 
   def keep(length):

@@ -117,8 +117,8 @@ def _prompt(model, inputs, batch_size, start_id):
 def _check_args(model, n_beams, max_length, length_penalty, prompt_length):
   """Raises for unusable arguments; returns max_length as an int."""
   _decode_utils.check_count(n_beams, 'n_beams', 'beam_search')
-  max_length = _decode_utils.check_count(max_length, 'max_length',
-                                         'beam_search', whole_floats=True)
+  max_length = _decode_utils.check_max_length(
+      max_length, 'beam_search', at_least_one_token=False)
   if isinstance(length_penalty, bool) or not isinstance(
       length_penalty, numbers.Real) or not np.isfinite(length_penalty):
     raise TypeError(f'beam_search: length_penalty must be a finite number '

@@ -10,7 +10,8 @@ from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 
 __all__ = ['LengthBound', 'structure', 'length_limit', 'check_model',
-           'check_inputs', 'check_count', 'check_temperature', 'check_eos_id',
+           'check_inputs', 'check_count', 'check_max_length',
+           'check_temperature', 'check_eos_id',
            'start_symbols', 'check_rng']
 
 
@@ -111,23 +112,18 @@ def _is_int(x):
   return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
-def check_count(value, name, fn_name, whole_floats=False):
-  """`value` (a batch size, a length) as an int, if it is a positive int.
+def check_count(value, name, fn_name):
+  """`value` (a batch size, a beam count) as an int, if it is a positive int.
 
   Args:
     value: the count to check.
     name: its argument name, for messages.
     fn_name: the sampler's name, for messages.
-    whole_floats: also take floats with no fraction (Trax counts tokens up
-      to a float max_length, so 100.0 works there).
 
   Raises:
     TypeError: `value` is not an int (NumPy ints count; bools do not).
     ValueError: it is 0 or negative.
   """
-  if whole_floats and isinstance(value, (float, np.floating)) and (
-      float(value).is_integer()):
-    value = int(value)
   if not _is_int(value):
     raise TypeError(f'{fn_name}: {name} must be a positive int, got '
                     f'{value!r} ({type(value).__name__}).')
@@ -135,6 +131,34 @@ def check_count(value, name, fn_name, whole_floats=False):
     raise ValueError(f'{fn_name}: {name} must be a positive int, got '
                      f'{value}.')
   return int(value)
+
+
+def check_max_length(value, fn_name, at_least_one_token):
+  """The number of decoding steps Trax takes for `max_length`, as an int.
+
+  Trax counts steps up to `max_length` with a comparison, so any real number
+  works there: 2.5 takes 3 steps. `autoregressive_sample` tests the count
+  after its first token, so it always yields one (`at_least_one_token`);
+  `beam_search` tests it first, and with no step has no result to return.
+
+  Raises:
+    TypeError: `value` is not a real number (bools do not count).
+    ValueError: it is not finite (sampling would not stop), or, without
+      `at_least_one_token`, it leaves no step.
+  """
+  if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    raise TypeError(f'{fn_name}: max_length must be a number of tokens, got '
+                    f'{value!r} ({type(value).__name__}).')
+  if not math.isfinite(value):
+    raise ValueError(f'{fn_name}: max_length must be finite, got {value}; '
+                     f'give the longest output to generate.')
+  steps = math.ceil(value)
+  if at_least_one_token:
+    return max(1, steps)
+  if steps < 1:
+    raise ValueError(f'{fn_name}: max_length must be positive (it takes '
+                     f'ceil(max_length) steps), got {value}.')
+  return steps
 
 
 def check_temperature(temperature, fn_name):

@@ -203,7 +203,8 @@ def autoregressive_sample(model, inputs=None, batch_size=1, temperature=1.0,
     eos_id: the end-of-sequence id; sampling stops once every sequence in
       the batch has produced it (tokens after it are still returned). -1 or
       None: no early stop.
-    max_length: the most tokens generated (>= 1).
+    max_length: the most tokens generated: ceil(max_length), and at least
+      one, since Trax tests the count after the first token.
     accelerate: compile each step with `fastmath.jit`.
     eval_mode: recompute the whole prefix each step (see the stream).
     eval_min_length: in eval mode, the shortest padded length.
@@ -214,13 +215,12 @@ def autoregressive_sample(model, inputs=None, batch_size=1, temperature=1.0,
 
   Raises:
     ValueError, TypeError: as `autoregressive_sample_stream`; also for a
-      max_length that is not a positive int, or an eos_id that is not an
+      max_length that is not a finite number, or an eos_id that is not an
       int (or None: no early stop).
   """
   _decode_utils.check_count(batch_size, 'batch_size', 'autoregressive_sample')
-  max_length = _decode_utils.check_count(max_length, 'max_length',
-                                         'autoregressive_sample',
-                                         whole_floats=True)
+  max_length = _decode_utils.check_max_length(
+      max_length, 'autoregressive_sample', at_least_one_token=True)
   eos_id = _decode_utils.check_eos_id(eos_id, 'autoregressive_sample')
   result = []
   eos_seen = np.zeros((batch_size,), dtype=bool)
