@@ -50,6 +50,18 @@ def test_init_returns_weights_and_state():
   assert layer.initialized
 
 
+def test_a_failed_init_leaves_no_cached_sublayers_behind():
+  # Serial inits its sublayers with use_cache=True; a failure part way must
+  # not leave them answering the next init with cache markers.
+  first, second = Affine(), Affine()
+  bad = tl.Fn('Bad', lambda x: jnp.reshape(x, (7, 7)))
+  with pytest.raises(tl.LayerError, match='Bad'):
+    tl.Serial(first, second, bad).init(shapes.ShapeDtype((2, 3)))
+  weights, _ = tl.Serial(first, second).init(shapes.ShapeDtype((2, 3)))
+  for w in weights:
+    assert isinstance(w, tuple) and w[0].shape == (3,)
+
+
 def test_init_with_rng_is_deterministic():
   sig = shapes.ShapeDtype((3,))
   w1, _ = Affine().init(sig, rng=fastmath.random.get_prng(1))

@@ -296,8 +296,12 @@ class Layer:
         self._clear_init_cache()
       return self.weights, self.state
     except LayerError as e:
+      if not use_cache:
+        self._clear_init_cache()  # A retry must not reuse half an init.
       raise e
     except Exception as e:  # pylint: disable=broad-except
+      if not use_cache:
+        self._clear_init_cache()
       raise LayerError(self._name, 'init', self._caller, input_signature,
                        diag.format_exception(e)) from e
 
