@@ -1,4 +1,4 @@
-"""Reading Trax Loop and Trainer checkpoints (recorded from Trax 1.4.1)."""
+"""Trax Loop and Trainer checkpoints: reading Trax 1.4.1's, writing Trax's files."""
 
 import gzip
 import pathlib
@@ -194,3 +194,121 @@ def test_loop_starts_from_the_recorded_trax_loop_checkpoint(recorded,
   assert loop.step == 6
   assert all(np.all(np.isfinite(np.asarray(v, np.float32)))
              for v in fastmath.tree_leaves(loop.model.weights))
+
+
+# -- Writing: a Loop leaves Trax's files in its output_dir ---------------------
+
+def _writing_loop(output_dir, **kwargs):
+  from tfnp_trax.supervised import training  # pylint: disable=g-import-not-at-top
+  rng = np.random.RandomState(0)
+  batch = (rng.randn(8, 3).astype(np.float32),
+           rng.randn(8, 2).astype(np.float32), np.ones((8, 2), np.float32))
+  task = training.TrainTask(iter(lambda: batch, None), tl.L2Loss(),
+                            optimizers.Adam(0.01), n_steps_per_checkpoint=2,
+                            n_steps_per_permanent_checkpoint=4)
+  return training.Loop(_loop_model('train'), [task],
+                       eval_model=_loop_model('eval'),
+                       output_dir=str(output_dir), random_seed=0, **kwargs)
+
+
+def _files(directory):
+  return sorted(p.name for p in pathlib.Path(directory).iterdir()
+                if p.is_file())
+
+
+def test_loop_writes_trax_files_with_trax_keys(tmp_path, capsys):
+  loop = _writing_loop(tmp_path)
+  loop.run(4)
+  capsys.readouterr()
+  # Trax's names: 'model' at every checkpoint, 'model_<step>' at step 1 and
+  # every n_steps_per_permanent_checkpoint steps.
+  for base in ('model', 'model_1', 'model_4'):
+    assert {f'{base}.pkl.gz', f'{base}.weights.npy.gz',
+            f'{base}.opt_slots0.npy.gz'} <= set(_files(tmp_path))
+  assert not any(n.startswith('model_2') for n in _files(tmp_path))
+  # Both name trax.shapes.ShapeDtype, which the restricted reader maps.
+  ours = weight_files.unpickle_from_file(str(tmp_path / 'model.pkl.gz'),
+                                         gzip=True)
+  trax = weight_files.unpickle_from_file(str(_LOOP / 'model.pkl.gz'),
+                                         gzip=True)
+  # Every key Trax writes, with its kind of value; plus our digests.
+  assert set(ours) == set(trax) | {weight_files.FILES_SHA256}
+  assert ours['step'] == 4 and ours['flat_weights'] == 2
+  assert ours['slots_per_task'] == 2
+  assert ours['version_timestamp'] == trax['version_timestamp']
+  assert type(ours['history']) is dict and '_values' in ours['history']
+  assert ours['input_signature'] == (shapes.ShapeDtype((8, 3), np.float32),)
+  # The bfloat16 kernel is stored as its uint16 bits, as Trax stores it.
+  weights = weight_files.np_from_file(str(tmp_path / 'model.weights.npy.gz'),
+                                      2)
+  assert weights[-2].dtype == np.uint16
+  # Read back: the trained weights, the eval model's own BatchNorm count.
+  ckpt = tc.load_trax_checkpoint(str(tmp_path))
+  assert ckpt.step == 4
+  for got, want in zip(ckpt.flat_weights,
+                       fastmath.tree_leaves(loop.model.weights)):
+    np.testing.assert_array_equal(np.asarray(got, np.float32),
+                                  np.asarray(want, np.float32))
+  assert int(ckpt.flat_state[2]) == 4
+  assert len(ckpt.slots_per_task[0]) == 12
+  model = _loop_model('eval')
+  model.init_from_file(str(tmp_path / 'model_4.pkl.gz'), weights_only=True)
+  for got, want in zip(fastmath.tree_leaves(model.weights),
+                       fastmath.tree_leaves(loop.model.weights)):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_trax_files_alone_resume_a_loop(tmp_path, capsys):
+  first = _writing_loop(tmp_path / 'a')
+  first.run(4)
+  (tmp_path / 'b').mkdir()
+  for name in _files(tmp_path / 'a'):
+    if name.startswith('model.'):
+      shutil.copy(tmp_path / 'a' / name, tmp_path / 'b' / name)
+  second = _writing_loop(tmp_path / 'b')
+  capsys.readouterr()
+  assert second.step == 4
+  for got, want in zip(fastmath.tree_leaves(second.model.weights),
+                       fastmath.tree_leaves(first.model.weights)):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_a_loop_resumes_from_its_own_checkpoints_first(tmp_path, capsys):
+  _writing_loop(tmp_path).run(6)
+  # A Trax file of another step (4) in the same folder does not win.
+  for name in ('model.pkl.gz', 'model.weights.npy.gz',
+               'model.opt_slots0.npy.gz'):
+    shutil.copy(_LOOP / name, tmp_path / name)
+  resumed = _writing_loop(tmp_path)
+  capsys.readouterr()
+  assert resumed.step == 6
+  # Resuming rewrote the Trax files from the restored run.
+  assert tc.load_trax_checkpoint(str(tmp_path)).step == 6
+
+
+def test_files_from_two_saves_are_refused_and_partial_writes_go(tmp_path,
+                                                                 capsys):
+  loop = _writing_loop(tmp_path)
+  loop.run(1)
+  old_weights = (tmp_path / 'model.weights.npy.gz').read_bytes()
+  loop.run(1)
+  capsys.readouterr()
+  (tmp_path / 'model.weights.npy.gz').write_bytes(old_weights)
+  with pytest.raises(weight_files.WeightFileError,
+                     match=r'model\.weights\.npy\.gz is not the file '
+                     r'model\.pkl\.gz was saved with'):
+    tc.load_trax_checkpoint(str(tmp_path))
+  with pytest.raises(weight_files.WeightFileError, match='different saves'):
+    _loop_model('eval').init_from_file(str(tmp_path / 'model.pkl.gz'))
+  # What a kill in the middle of a write leaves is removed on restart.
+  (tmp_path / 'model.weights.npy.gz._tmp_').write_bytes(b'half')
+  _writing_loop(tmp_path)
+  capsys.readouterr()
+  assert 'model.weights.npy.gz._tmp_' not in _files(tmp_path)
+  tc.load_trax_checkpoint(str(tmp_path))  # Rewritten whole on resume.
+
+
+def test_trax_files_can_be_turned_off(tmp_path, capsys):
+  _writing_loop(tmp_path, trax_checkpoint_files=False).run(2)
+  capsys.readouterr()
+  assert not [n for n in _files(tmp_path) if n.endswith('.gz')]

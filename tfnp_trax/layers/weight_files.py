@@ -23,6 +23,7 @@ here: layers do not import TensorFlow).
 """
 
 import gzip as gzip_lib
+import hashlib
 import io
 import os
 
@@ -40,9 +41,13 @@ from tfnp_trax.layers import base
 __all__ = ['WeightFileError', 'flatten_weights_and_state',
            'unflatten_weights_and_state', 'np_to_file', 'np_from_file',
            'to_bits', 'from_bits', 'pickle_to_file', 'unpickle_from_file',
-           'read_weights_file',
+           'read_weights_file', 'FILES_SHA256', 'file_sha256',
+           'check_written_together',
            'weights_and_state_signature', 'save_to_file', 'init_from_file',
            'N_WEIGHTS_SHARDS', 'shard', 'unshard']
+
+# The pickle key of the digests `check_written_together` compares.
+FILES_SHA256 = 'tfnp_trax_files_sha256'
 
 # How many shards Trax splits each weight into across devices (Trax's
 # default; Loop unshards weights before writing a checkpoint).
@@ -403,6 +408,36 @@ def _weights_path(file_name):
       f'the whole checkpoint, not only the .pkl.gz.')
 
 
+def file_sha256(path):
+  """The SHA-256 of a file's bytes, as hex."""
+  with open(path, 'rb') as f:
+    return hashlib.sha256(f.read()).hexdigest()
+
+
+def check_written_together(contents, pkl_path, path):
+  """Raises unless `path` is the file `pkl_path` was saved with.
+
+  A checkpoint this library writes names, beside Trax's keys, the SHA-256 of
+  each `.npy.gz` file saved with its pickle (Trax ignores keys it does not
+  know), so a pair from two different saves, as a kill between the writes
+  leaves, is refused. Files from Trax carry no digests and are taken as
+  they are.
+
+  Raises:
+    WeightFileError: the digests differ.
+  """
+  digests = contents.get(FILES_SHA256)
+  if not isinstance(digests, dict) or not pkl_path.endswith('.pkl.gz'):
+    return
+  suffix = path[len(pkl_path) - len('pkl.gz'):]
+  if suffix in digests and digests[suffix] != file_sha256(path):
+    raise WeightFileError(
+        f'{path} is not the file {os.path.basename(pkl_path)} was saved '
+        f'with (its SHA-256 differs): the two come from different saves, '
+        f'as when a run is killed between them. Resume the run (it rewrites '
+        f'both), or load an older checkpoint.')
+
+
 def read_weights_file(file_name):
   """The dict of a Trax weight file, with separately stored weights read in.
 
@@ -423,6 +458,7 @@ def read_weights_file(file_name):
   layout.check_contents(contents, file_name)
   if not isinstance(contents['flat_weights'], (list, tuple)):
     weights_path = _weights_path(file_name)
+    check_written_together(contents, file_name, weights_path)
     contents['flat_weights'] = np_from_file(
         weights_path, compresslevel=contents['flat_weights'])
     layout.check_leaves(contents['flat_weights'], 'records', weights_path)

@@ -76,25 +76,21 @@ def load_checkpoint(loop, directory, filename):
     logs.log('Not loading as both directory and output_dir are None.',
              stdout=False)
     return None
-  trax_path = ckpt_lib.trax_checkpoint_path(directory, filename)
-  if trax_path is not None:
-    return _load_trax_checkpoint(loop, trax_path)
   manager = _manager(loop, directory)
+  name = filename or 'model'
+  found = _own_checkpoints(manager, name)
+  # A Loop writes Trax's files beside its own checkpoints; its own ones
+  # come first (they hold the data positions and running sums), Trax's
+  # files are read where they are all there is (a run of Trax itself).
+  trax_path = ckpt_lib.trax_checkpoint_path(directory, filename)
+  if trax_path is not None and not found:
+    return _load_trax_checkpoint(loop, trax_path)
   if manager is None:
     logs.log(f'Not loading: no checkpoints in {directory}.', stdout=False)
     return None
-  name = filename or 'model'
   if name == 'model':
     manifest = manager.restore_latest()
   else:
-    permanent, named = ckpt_lib.checkpoint_name(name, -1)
-    del permanent
-    candidates = [manager.path(named)] if named else []
-    if named is None or ckpt_lib._PERMANENT.match(name):  # pylint: disable=protected-access
-      step = int(name.split('_')[1])
-      candidates = [manager.path(f'ckpt-{step}-permanent'),
-                    manager.path(f'ckpt-{step}')]
-    found = [p for p in candidates if os.path.isdir(p)]
     if not found:
       logs.log(f'Not loading as checkpoint {name} does not exist in '
                f'{directory}.', stdout=False)
@@ -120,12 +116,35 @@ def load_checkpoint(loop, directory, filename):
   logs.log(f'Resumed from {manifest["path"]} at step {loop._step}.')
   if manager is loop._ckpt:
     loop._books.recover_permanent(loop._permanent_checkpoint_at)
+    if loop._is_chief:
+      # A kill may have come between the checkpoint and its Trax files.
+      loop._save_trax_files('model')
+      if loop._permanent_checkpoint_at(loop._step):
+        loop._save_trax_files(f'model_{loop._step}')
   if loop._progress.pending:
     # Killed after this step's checkpoint, before its logs reached it.
     logs.log(f'Finishing the evals and logs of step {loop._step}, which '
              f'the stopped run had not saved.', stdout=False)
     loop._finish_step(loop._step, loop._which_task(loop._step))
   return loop._step
+
+
+def _own_checkpoints(manager, name):
+  """The folders of `manager` that hold checkpoint `name`, best first.
+
+  'model' is any numbered checkpoint (the newest is restored).
+  """
+  if manager is None:
+    return []
+  if name == 'model':
+    return [info.path for info in reversed(manager.list())]
+  _, named = ckpt_lib.checkpoint_name(name, -1)
+  candidates = [manager.path(named)] if named else []
+  if named is None or ckpt_lib._PERMANENT.match(name):  # pylint: disable=protected-access
+    step = int(name.split('_')[1])
+    candidates = [manager.path(f'ckpt-{step}-permanent'),
+                  manager.path(f'ckpt-{step}')]
+  return [p for p in candidates if os.path.isdir(p)]
 
 
 def _fast_forward_evals(loop, positions):

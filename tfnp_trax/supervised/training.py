@@ -16,6 +16,7 @@ import numpy as onp
 import tensorflow as tf
 
 from tfnp_trax import fastmath
+from tfnp_trax import shapes
 from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import _inputs
 from tfnp_trax.supervised import _loop_checkpointing as ckpt_lib
@@ -28,6 +29,7 @@ from tfnp_trax.supervised import _loop_tasks
 from tfnp_trax.supervised import _loop_trainers
 from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import run_bookkeeping
+from tfnp_trax.supervised import trax_checkpoints
 
 __all__ = ['TrainTask', 'EvalTask', 'Loop', 'LossIsNotFiniteError',
            'Preempted', 'pickle_to_file', 'unpickle_from_file']
@@ -138,6 +140,12 @@ class Loop:
       'bfloat16', 'mixed_bfloat16') trains and evaluates with mixed
       bfloat16 precision (float32 weights and slots, bfloat16 compute; see
       `Trainer`). Checkpoints hold float32 weights either way.
+    trax_checkpoint_files: also write each checkpoint as Trax's Loop does,
+      `<output_dir>/<basename>.pkl.gz` with its `.weights.npy.gz` and
+      `.opt_slots<i>.npy.gz` (`model`, `model_<step>`, `lowest_<metric>`,
+      ...), which `Layer.init_from_file` and Trax itself read. A run
+      resumes from its own checkpoints either way; False saves the disk
+      and time of the second copy.
   """
 
   def __init__(self, model, tasks, eval_model=None, eval_tasks=None,
@@ -147,7 +155,8 @@ class Loop:
                n_devices=None, random_seed=None, loss_chunk_size=0,
                use_memory_efficient_trainer=False, adasum=False,
                callbacks=None, *, strategy=None, keep_checkpoints=3,
-               jit_compile=None, checkpoint_errors='raise', precision=None):
+               jit_compile=None, checkpoint_errors='raise', precision=None,
+               trax_checkpoint_files=True):
     tasks = list(tasks) if isinstance(tasks, (list, tuple)) else [tasks]
     if not tasks:
       raise ValueError('Loop: tasks is empty; give at least one TrainTask.')
@@ -236,7 +245,10 @@ class Loop:
         self._trainers, self._loop_vars)
     self._keep_checkpoints = keep_checkpoints
     self._progress = _loop_progress.Progress()
+    self._trax_checkpoint_files = trax_checkpoint_files
     if self._output_dir is not None:
+      if self._is_chief and trax_checkpoint_files:
+        trax_checkpoints.remove_partial_writes(self._output_dir)
       self._books.track(self._variables, self._shapes)
       self.load_checkpoint()
     else:
@@ -579,7 +591,30 @@ class Loop:
                             permanent=permanent, name=name)
     if path is not None:
       logs.log(f'Checkpoint saved in {path}', stdout=False)
+      self._save_trax_files(basename)
     return path
+
+  def _save_trax_files(self, basename):
+    """Writes `basename`'s checkpoint in Trax's files (see __init__)."""
+    if not self._trax_checkpoint_files:
+      return
+    weights, state = self._trainers.model_weights_and_state()
+    flat_weights, flat_state = weight_files.flatten_weights_and_state(
+        weights, state)
+    _, flat_eval_state = weight_files.flatten_weights_and_state(
+        weights, self._eval_model.state)
+    n_in = self._model.n_in
+    checkpoint = trax_checkpoints.TraxCheckpoint(
+        step=self._step, flat_weights=flat_weights, flat_state=flat_state,
+        flat_eval_state=[onp.asarray(x) for x in flat_eval_state],
+        slots_per_task=[[onp.asarray(x) for x in ckpt_lib.flat_nonempty(
+            t.slots)] for t in self._trainers.trainers],
+        history=self._history,
+        input_signature=shapes.signature(
+            tuple(self._tasks[0].sample_batch)[:n_in]))
+    trax_checkpoints.save(
+        self._output_dir, basename, checkpoint,
+        compresslevel=0 if self._use_memory_efficient_trainer else 2)
 
   def _refresh_history_in_checkpoints(self, step):
     """Adds this step's evals to the checkpoints written before them.

@@ -1,4 +1,8 @@
-"""Reads checkpoints written by Trax 1.4's `training.Loop` (and `Trainer`).
+"""Checkpoints in the files of Trax 1.4's `training.Loop` (and `Trainer`).
+
+Reads the ones Trax wrote, and writes them as Trax does (`save`), so a
+Loop's output_dir holds the `model.pkl.gz` that Trax scripts load with
+`init_from_file`, and that Trax itself can resume from.
 
 A Trax Loop checkpoint named `model` is three kinds of file in one directory:
 
@@ -13,6 +17,7 @@ pickle. Both are read with the restricted unpickler of
 `tfnp_trax.layers.weight_files`, so nothing in the files runs.
 """
 
+import glob
 import os
 from typing import Any, List, NamedTuple
 
@@ -21,8 +26,12 @@ from tfnp_trax.layers import _weight_file_layout
 from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import history as history_lib
 
-__all__ = ['TraxCheckpoint', 'load_trax_checkpoint', 'trax_checkpoint_file',
-           'weights_and_state_for']
+__all__ = ['TraxCheckpoint', 'load_trax_checkpoint', 'remove_partial_writes',
+           'save', 'trax_checkpoint_file', 'weights_and_state_for']
+
+# Where a file's bytes sit while it is written (see weight_files).
+_PARTIAL = '._tmp_'
+
 
 
 class TraxCheckpoint(NamedTuple):
@@ -56,6 +65,66 @@ def trax_checkpoint_file(path_or_dir, filename='model'):
   if not path_or_dir.endswith('.pkl.gz'):
     path_or_dir += '.pkl.gz'
   return path_or_dir
+
+
+def save(directory, basename, checkpoint, compresslevel=2):
+  """Writes `checkpoint` as Trax's `Loop.save_checkpoint(basename)` does.
+
+  The files are `<basename>.opt_slots<i>.npy.gz` (one per task),
+  `<basename>.weights.npy.gz` and last `<basename>.pkl.gz`, each replaced
+  atomically; bfloat16 leaves go in as their uint16 bits, as in Trax.
+
+  Args:
+    directory: the Loop's output_dir.
+    basename: the checkpoint's name ('model', 'model_<step>', ...).
+    checkpoint: a `TraxCheckpoint`.
+    compresslevel: the gzip level of the `.npy.gz` files (Trax: 2, or 0 for
+      the memory-efficient trainer).
+
+  Returns:
+    The `.pkl.gz` path.
+  """
+  base = os.path.join(directory, basename)
+  digests = {}
+  for i, slots in enumerate(checkpoint.slots_per_task):
+    path = f'{base}.opt_slots{i}.npy.gz'
+    weight_files.np_to_file(list(slots), path, compresslevel=compresslevel)
+    digests[os.path.basename(path)[len(basename) + 1:]] = weight_files.file_sha256(path)
+  path = f'{base}.weights.npy.gz'
+  weight_files.np_to_file(list(checkpoint.flat_weights), path,
+                          compresslevel=compresslevel)
+  digests['weights.npy.gz'] = weight_files.file_sha256(path)
+  # A leftover slots file of a task this run does not have would be read
+  # as one by a loader that counts the files.
+  i = len(checkpoint.slots_per_task)
+  while os.path.exists(f'{base}.opt_slots{i}.npy.gz'):
+    os.remove(f'{base}.opt_slots{i}.npy.gz')
+    i += 1
+  contents = {
+      'step': int(checkpoint.step),
+      'flat_weights': compresslevel,  # Trax's mark: weights in their file.
+      'flat_state': [_to_numpy(x) for x in checkpoint.flat_state],
+      'flat_eval_state': [_to_numpy(x) for x in checkpoint.flat_eval_state],
+      'history': checkpoint.history.to_dict(),
+      'slots_per_task': compresslevel,
+      'input_signature': checkpoint.input_signature,
+      'version_timestamp': 'Mar-10-2021',  # Trax's layout of that date.
+      weight_files.FILES_SHA256: digests,
+  }
+  pkl_path = f'{base}.pkl.gz'
+  weight_files.pickle_to_file(contents, pkl_path, gzip=True)
+  return pkl_path
+
+
+def _to_numpy(x):
+  return weight_files.to_bits([x])[0] if hasattr(x, 'dtype') else x
+
+
+def remove_partial_writes(directory):
+  """Deletes the half-written files a killed `save` left in `directory`."""
+  for path in glob.glob(os.path.join(glob.escape(directory),
+                                     '*.gz' + _PARTIAL)):
+    os.remove(path)
 
 
 def load_trax_checkpoint(path_or_dir, filename='model'):
@@ -122,6 +191,7 @@ def _slots_per_task(contents, pkl_path):
   per_task = []
   while os.path.exists(f'{base_path}.opt_slots{len(per_task)}.npy.gz'):
     path = f'{base_path}.opt_slots{len(per_task)}.npy.gz'
+    weight_files.check_written_together(contents, pkl_path, path)
     per_task.append(weight_files.np_from_file(path, compresslevel=slots))
     _weight_file_layout.check_leaves(per_task[-1], 'records', path)
   return per_task
