@@ -192,6 +192,27 @@ def test_calc_funnel_ratio():
     ra.calc_funnel_ratio(5, 2)
 
 
+# pylint: disable=protected-access
+def test_fast_matrix_shift_private_name_by_hand():
+  # Trax's layers/research/rel_attention.py `_fast_matrix_shift` (its own
+  # rel_attention_test calls the private name): row i of a square score
+  # matrix moves right by (rows - 1 - i), zeros entering from the left and
+  # the overflow wrapping into the next row.
+  x = np.tile(np.array([-3., -2., -1., 0.], np.float32), (1, 1, 4, 1))
+  y = ra._fast_matrix_shift(x)
+  assert np.asarray(y).dtype == np.float32
+  np.testing.assert_array_equal(
+      np.asarray(y)[0, 0], [[0., 0., -3., -2.], [-1., 0., 0., -3.],
+                            [-2., -1., 0., 0.], [-3., -2., -1., 0.]])
+  # Pooled keys (factor 2), by hand: rows 1..7 and 8..14 with two zeros
+  # prepended, read as (9, 2), the first two rows dropped, read back as
+  # (2, 7): [3..7, 0, 0] and [8..14]; columns 1 to 4 are kept.
+  x = np.arange(1., 15., dtype=np.float32).reshape((1, 1, 2, 7))
+  y = np.asarray(ra._fast_matrix_shift(x, 2, False))
+  np.testing.assert_array_equal(y[0, 0], [[4., 5., 6., 7.],
+                                          [9., 10., 11., 12.]])
+
+
 @pytest.mark.parametrize('q_len,k_len,pooling,positions', [
     (3, 3, 2, [-4, -2, 0]),
     (2, 4, 3, [-9, -6, -3, 0, 3, 6, 9]),

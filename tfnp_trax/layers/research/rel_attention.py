@@ -29,6 +29,8 @@ __all__ = ['RelativeAttentionWrapper', 'get_rel_att_inputs',
            'calc_funnel_ratio', 'CreateAttentionMaskLayer', 'ShiftRightCls']
 
 calc_funnel_ratio = rel.calc_funnel_ratio
+# Trax's private name for the rel-shift; its own tests call it directly.
+_fast_matrix_shift = rel.rel_shift
 
 # pylint: disable=invalid-name
 
