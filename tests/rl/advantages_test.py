@@ -149,12 +149,25 @@ def test_discounted_returns_and_mask_discount():
       advantages.mask_discount(0.9, np.array([1, 0, 1])), [0.9, 1.0, 0.9])
 
 
-def test_inputs_are_not_modified():
+def test_monte_carlo_writes_into_numpy_inputs_as_trax_does():
+  # trax/rl/advantages.py, monte_carlo: `returns[dones] = rewards[dones]`
+  # and `values[dones] = 0` change the caller's arrays; the other
+  # estimators leave every input as it was.
   r, ret, v, d, m = make_inputs(seed=5)
-  copies = [x.copy() for x in (r, ret, v, d)]
+  assert d.any() and (~d).any()
+  want_ret, want_v = np.where(d, r, ret), np.where(d, 0.0, v)
+  copies = [x.copy() for x in (r, d)]
   advantages.monte_carlo(GAMMA, 1)(r, ret, v, d)
-  for before, after in zip(copies, (r, ret, v, d)):
+  np.testing.assert_array_equal(ret, want_ret)
+  np.testing.assert_array_equal(v, want_v)
+  for before, after in zip(copies, (r, d)):
     np.testing.assert_array_equal(before, after)
+  r, ret, v, d, m = make_inputs(seed=6)
+  copies = [x.copy() for x in (r, ret, v, d, m)]
+  for estimator in (advantages.td_k, advantages.td_lambda, advantages.gae):
+    estimator(GAMMA, 1)(r, ret, v, d, m)
+    for before, after in zip(copies, (r, ret, v, d, m)):
+      np.testing.assert_array_equal(before, after)
 
 
 def test_bad_shapes_and_margins_are_explained():

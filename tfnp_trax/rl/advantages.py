@@ -165,7 +165,8 @@ def monte_carlo(gamma, margin):
   """Monte Carlo advantage: `return - value` (Trax's `monte_carlo`).
 
   Where an episode ended the return is replaced by the reward and the value
-  by 0, so the advantage there is just the reward. `gamma` is unused (the
+  by 0, so the advantage there is just the reward. As in Trax, NumPy
+  `returns` and `values` are changed in place to those values. `gamma` is unused (the
   returns are given) and so is `discount_mask`.
 
   Args:
@@ -182,12 +183,19 @@ def monte_carlo(gamma, margin):
     if returns is None:
       raise ValueError('monte_carlo: needs returns (e.g. from '
                        'discounted_returns), got None.')
+    given_returns, given_values = returns, values
     xp, rewards, returns, values, dones, _ = _arrays(
         'monte_carlo', rewards, returns, values, dones, discount_mask,
         margin, 0)
     length = rewards.shape[1]
     returns = xp.where(dones, rewards, returns)
     values = xp.where(dones, xp.zeros_like(values), values)
+    # Trax writes these into the caller's arrays (`returns[dones] = ...`),
+    # and its callers may read them afterwards; NumPy arrays get the same.
+    for given, new in ((given_returns, returns), (given_values, values)):
+      if isinstance(given, onp.ndarray) and given.flags.writeable and (
+          given.shape == new.shape):
+        given[...] = new
     return (returns - values)[:, :length - margin]
   return estimator
 
