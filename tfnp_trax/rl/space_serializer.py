@@ -196,8 +196,11 @@ class BoxSpaceSerializer(SpaceSerializer):
   def deserialize(self, representation):
     digits = jnp.asarray(representation).astype(jnp.float32)
     batch_size = tuple(digits.shape)[0]
-    batch_size = -1 if batch_size is None else batch_size
-    digits = jnp.reshape(digits, (batch_size, -1, self._precision))
+    if batch_size is None:  # A graph with an unknown batch size.
+      (batch_size, n_values) = (-1, self._low.size)
+    else:
+      n_values = -1  # As in Trax, whatever the row holds.
+    digits = jnp.reshape(digits, (batch_size, n_values, self._precision))
     x = sum(float(self._vocab_size) ** -(index + 1) * digits[..., index]
             for index in range(self._precision))
     x = jnp.reshape(x, (batch_size,) + tuple(self._space.shape))
