@@ -149,6 +149,7 @@ def test_serialize_in_a_graph_with_unknown_batch():
   srl = ss.BoxSpaceSerializer(box(-1.0, 1.0, (1,)), vocab_size=4,
                               precision=3)
   f = tf.function(lambda x: srl.deserialize(srl.serialize(x)),
-                  input_signature=[tf.TensorSpec([None, 1], tf.float32)])
+                  input_signature=[tf.TensorSpec([None, 1], tf.float32)],
+                  autograph=False)
   np.testing.assert_allclose(f(np.array([[0.375], [0.0]], np.float32)),
                              [[0.375], [0.0]], atol=1e-6)
