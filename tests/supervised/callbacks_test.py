@@ -1,5 +1,8 @@
 """TrainingStepCallback: the base class and when Loop calls callbacks."""
 
+import os
+import types
+
 import numpy as np
 import pytest
 
@@ -63,3 +66,104 @@ def test_loop_calls_callbacks_at_trax_steps_and_order(tmp_path):
                     ('begin', 3, 3), ('end', 3, 3, [1, 2]),
                     ('begin', 4, 4), ('end', 4, 4, [1, 2])]
   assert saved == [('model', 2), ('model', 2), ('model', 6)]
+
+
+# -- SerializedModelEvaluation -------------------------------------------------
+
+_VOCAB = 10
+
+
+def _next_is_last_plus_one(mode):
+  """A 'perfect' model of the rule next symbol = (last symbol + 1) % 10."""
+  del mode
+  return tl.Fn('PlusOne',
+               lambda x: tl.one_hot((x + 1) % _VOCAB, _VOCAB) * 1000.0)
+
+
+def _trajectories():
+  rng = np.random.default_rng(0)
+  obs = rng.integers(0, _VOCAB, size=(2, 5))
+  act = rng.integers(0, _VOCAB, size=(2, 5))
+  mask = np.ones((2, 5), np.float32)
+  mask[1, 2] = 0.0
+  return obs, act, mask
+
+
+def _srl_model():
+  # Imported here: the other tests of this file need no gymnasium.
+  import gymnasium  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.rl import serialization_utils  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.rl import space_serializer  # pylint: disable=g-import-not-at-top
+  srl = space_serializer.create(gymnasium.spaces.Discrete(_VOCAB), _VOCAB)
+  return serialization_utils.SerializedModel(
+      _next_is_last_plus_one, srl, srl, significance_decay=0.7)
+
+
+def _srl_callback(loop=None, **kwargs):
+  model = _srl_model()
+  obs, act, mask = _trajectories()
+  def data():
+    while True:
+      yield obs, act, obs, mask
+  eval_task = training.EvalTask(data(), [tl.L2Loss()])
+  kwargs.setdefault('accelerate_model', False)
+  return callbacks.SerializedModelEvaluation(
+      loop, model=model, eval_task=eval_task, **kwargs)
+
+
+def _expected_error(context, horizon):
+  # Fed obs/act up to step context - 1; each observation is predicted from
+  # the true action just before it: obs[t] ~ act[t - 1] + 1.
+  obs, act, mask = _trajectories()
+  t = context + horizon - 1
+  error = ((act[:, t - 1] + 1) % _VOCAB - obs[:, t]) ** 2 * mask[:, t]
+  return error.sum() / ((error != 0).sum() + 1e-6)
+
+
+def test_serialized_model_evaluation_errors_by_hand():
+  callback = _srl_callback(context_lengths=(3, 1), horizon_lengths=(2, 1),
+                           n_steps=2)
+  metrics = callback.evaluate(weights=())
+  assert sorted(metrics) == [f'pred_error/context_{c}/horizon_{h}'
+                             for c in (1, 3) for h in (1, 2)]
+  for c in (1, 3):
+    for h in (1, 2):
+      want = _expected_error(c, h)
+      assert want > 0  # The rule does not fit the random data.
+      np.testing.assert_allclose(
+          metrics[f'pred_error/context_{c}/horizon_{h}'], want, rtol=1e-6)
+
+
+def test_serialized_model_evaluation_eval_at_rules():
+  every_5 = _srl_callback(eval_at=5)
+  # Trax's rule for an int: steps 1, 6, 11, ...
+  assert [s for s in range(1, 13) if every_5.call_at(s)] == [1, 6, 11]
+  assert _srl_callback(eval_at=[2, 4]).call_at(4)
+  assert not _srl_callback(eval_at=[2, 4]).call_at(3)
+  assert _srl_callback(eval_at=lambda s: s == 7).call_at(7)
+  with pytest.raises(TypeError, match='unsupported type for eval_at: float'):
+    _srl_callback(eval_at=2.5)
+
+
+def test_serialized_model_evaluation_logs_at_step_end(tmp_path):
+  logged = []
+  loop = types.SimpleNamespace(
+      output_dir=str(tmp_path), is_chief=True,
+      eval_model=types.SimpleNamespace(seq_model_weights=()),
+      log_summary=lambda *args: logged.append(args))
+  callback = _srl_callback(loop)
+  assert callback.call_at(1)
+  callback.on_step_begin(1)
+  callback.on_step_end(1)
+  [(metrics, writer, value_prefix, log_prefix)] = logged
+  assert (value_prefix, log_prefix) == ('', 'srl_eval')
+  assert writer.log_dir == os.path.join(str(tmp_path), 'srl_eval')
+  np.testing.assert_allclose(metrics['pred_error/context_1/horizon_1'],
+                             _expected_error(1, 1), rtol=1e-6)
+
+
+def test_serialized_model_evaluation_needs_one_eval_task():
+  loop = types.SimpleNamespace(eval_tasks=[1, 2])
+  with pytest.raises(ValueError, match='exactly 1 eval task, got 2'):
+    callbacks.SerializedModelEvaluation(
+        loop, model=_srl_model())
