@@ -266,7 +266,7 @@ def recompute_grad(fn):
   def wrapped(*args):
     flats = [trees.tree_flatten(t) for t in args]
     sizes = [len(f) for f in flats]
-    out_tree = []
+    out_tree, out_leaves = [], []
 
     def run(*flat):
       parts, start = [], 0
@@ -275,10 +275,16 @@ def recompute_grad(fn):
                                           tree)[0])
         start += size
       result = fn(*parts)
-      out_tree[:] = [result]
-      return [tf.convert_to_tensor(v) for v in trees.tree_flatten(result)]
+      leaves = [tf.convert_to_tensor(v) for v in trees.tree_flatten(result)]
+      out_tree[:], out_leaves[:] = [result], leaves
+      # Only differentiable outputs go back through tf.recompute_grad: in a
+      # graph, an integer output's incoming gradient is None, which its
+      # backward pass cannot take.
+      return [v for v in leaves if v.dtype.is_floating or v.dtype.is_complex]
 
-    flat_out = tf.recompute_grad(run)(*[tf.convert_to_tensor(v)
-                                        for f in flats for v in f])
-    return trees.tree_unflatten(list(flat_out), out_tree[0])[0]
+    diff_out = iter(tf.recompute_grad(run)(*[tf.convert_to_tensor(v)
+                                             for f in flats for v in f]))
+    flat_out = [next(diff_out) if v.dtype.is_floating or v.dtype.is_complex
+                else v for v in out_leaves]
+    return trees.tree_unflatten(flat_out, out_tree[0])[0]
   return wrapped

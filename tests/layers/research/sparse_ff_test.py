@@ -169,6 +169,27 @@ def test_sparse_ff_chunked_equals_unchunked():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_sparse_ff_chunked_trains_compiled():
+  # Trax's SparseFF with ff_chunk_size runs in tl.Chunk, whose Scan
+  # rematerializes each chunk (trax/layers/combinators.py Chunk, Scan with
+  # remat=True): gradients must pass back through it in a tf.function
+  # graph too, past the integer outputs of the recomputed chunk.
+  flat_weights = _sparse_weights(np.random.RandomState(5))
+  x = _x(4, 3, D_MODEL, seed=4)
+
+  def make():
+    return _sparse_ff('train', temperature=0.0, quant_prob=0.0,
+                      ff_chunk_size=4)
+  probe = make()
+  probe.init(shapes.signature(x))
+  weights, _ = fastmath.tree_unflatten(lt.leaves(flat_weights), probe.weights)
+
+  def ref(x, w):
+    w, _ = fastmath.tree_unflatten(lt.leaves(w), flat_weights)
+    return sparse_ff_ref(x, w, lambda c, m: m)
+  lt.check_layer(make(), x, ref, weights=weights, modes=('jit',))
+
+
 # -- Randomness ------------------------------------------------------------------
 
 
