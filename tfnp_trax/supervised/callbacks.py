@@ -13,7 +13,6 @@ step's checkpoints and evals, as Trax's Loop does.
 import collections
 import os
 
-import gin
 import numpy as onp
 
 from tfnp_trax import layers as tl
@@ -98,9 +97,12 @@ def _eval_at_fn(eval_at):
       f'collection of step numbers, or a function step -> bool.')
 
 
-@gin.configurable(module='trax.supervised.callbacks')
 class SerializedModelEvaluation(TrainingStepCallback):
   """Evaluates the long-horizon predictions of a serialized sequence model.
+
+  Gin name `trax.supervised.callbacks.SerializedModelEvaluation`, registered
+  by `tfnp_trax.gin_config` (this module does not import gin, so that
+  `import tfnp_trax` does not either).
 
   For each context length c and horizon h, the predict-mode sequence model
   is fed the interleaved (observation, action) symbols of the first c steps,
