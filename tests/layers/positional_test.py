@@ -128,3 +128,30 @@ def test_shift_right_matches_numpy(n_positions):
   predict = tl.ShiftRight(n_positions, mode='predict')
   np.testing.assert_array_equal(np.asarray(predict(jnp.asarray(tokens))),
                                 tokens)
+
+
+def test_weight_file_with_trax_old_table_shape_loads(tmp_path):
+  # trax/layers/attention.py, PositionalEncoding.forward: "old checkpoints
+  # have 1 in first dim already": a [1, max_len, d] table is read as well
+  # (Trax's own decoding test files hold one).
+  from tfnp_trax.layers import weight_files  # pylint: disable=g-import-not-at-top
+  sig = shapes.ShapeDtype((2, 3, 4))
+  table = np.random.default_rng(0).normal(size=(1, 6, 4)).astype(np.float32)
+  path = str(tmp_path / 'pe.pkl.gz')
+  weight_files.pickle_to_file(
+      {'flat_weights': [table], 'flat_state': [], 'input_signature': sig},
+      path, gzip=True)
+  for mode in ('eval', 'predict'):
+    layer = tl.PositionalEncoding(max_len=6, mode=mode)
+    layer.init_from_file(path, weights_only=True)
+    x = np.zeros((2, 3, 4), np.float32)
+    np.testing.assert_allclose(np.asarray(layer(x)),
+                               np.broadcast_to(table[:, :3], (2, 3, 4)))
+  # Any other extra axis is still a different model.
+  weight_files.pickle_to_file(
+      {'flat_weights': [np.concatenate([table, table])], 'flat_state': [],
+       'input_signature': sig}, path, gzip=True)
+  with pytest.raises(weight_files.WeightFileError,
+                     match=r'has shape \(2, 6, 4\) in the file but the model '
+                     r'expects \(6, 4\)'):
+    tl.PositionalEncoding(max_len=6).init_from_file(path, weights_only=True)

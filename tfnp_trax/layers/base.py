@@ -137,6 +137,17 @@ class Layer:
     """Sets `self.weights` and `self.state` for `input_signature`."""
     del input_signature
 
+  def accepts_weight_file_shape(self, model_shape, file_shape):
+    """Whether `forward` also reads a weight stored as `file_shape`.
+
+    Weight files are checked leaf by leaf against the model's shapes; a
+    layer that reads some weight in another layout too (older Trax files
+    store PositionalEncoding's table as [1, max_len, d]) returns True for
+    it, and the file's leaf is assigned as it is. Default: no other shape.
+    """
+    del model_shape, file_shape
+    return False
+
   @property
   def has_backward(self):
     """True if `backward` defines this layer's gradient."""

@@ -81,6 +81,11 @@ class PositionalEncoding(base.Layer):
   def max_len(self):
     return self._max_len
 
+  def accepts_weight_file_shape(self, model_shape, file_shape):
+    # Trax's forward: "old checkpoints have 1 in first dim already".
+    return tuple(file_shape) == (1,) + tuple(model_shape) and len(
+        model_shape) == 2
+
   @property
   def uses_rng(self):
     # Dropout, and the random start offset of training (`_train_start`).

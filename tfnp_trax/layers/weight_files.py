@@ -112,11 +112,15 @@ def unflatten_weights_and_state(flat_weights, flat_state,
   return weights, state
 
 
-def _fill_tree(flat, tree, kind, describe=None, source=''):
-  """`tree` with its leaves replaced, in order, by `flat`'s; shapes checked."""
+def _fill_tree(flat, tree, kind, describe=None, source='', shape_ok=None):
+  """`tree` with its leaves replaced, in order, by `flat`'s; shapes checked.
+
+  `shape_ok(path, want, got)` may allow a leaf of another shape there.
+  """
   flat = list(flat)
   where = f'{source}: ' if source else ''
   describe = describe or (lambda path: '')
+  shape_ok = shape_ok or (lambda path, want, got: False)
   position = [0]
 
   def fill(sig, path):
@@ -138,7 +142,8 @@ def _fill_tree(flat, tree, kind, describe=None, source=''):
     value = flat[position[0]]
     position[0] += 1
     want, got = _shape(sig), _shape(value)
-    if want is not None and got is not None and want != got:
+    if want is not None and got is not None and want != got and not (
+        shape_ok(path, want, got)):
       raise WeightFileError(
           f'{where}{name} has shape {got} in the file but the model expects '
           f'{want}. The file was saved from a different model (or with a '
@@ -492,8 +497,9 @@ def init_from_file(layer, file_name, weights_only=False,
         f'not initialized; pass init_from_file(..., input_signature=...) or '
         f'call layer.init(...) first.')
   describe = lambda path: _describe(layer, path)  # pylint: disable=unnecessary-lambda-assignment
+  shape_ok = lambda path, want, got: _file_shape_ok(layer, path, want, got)  # pylint: disable=unnecessary-lambda-assignment
   weights = _fill_tree(contents['flat_weights'], weights_sig, 'weights',
-                       describe, file_name)
+                       describe, file_name, shape_ok)
   state = None
   if not weights_only:
     state = _fill_tree(contents['flat_state'], state_sig, 'state',
@@ -520,15 +526,33 @@ def _assign(layer, weights, state, fresh_signature):
     raise
 
 
-def _describe(layer, path):
-  """' (in Serial/1:Dense_3)': the sublayer a tree path leads into."""
-  names = [layer.name]
+def _sublayers_on(layer, path):
+  """The layers a tree path leads through, outermost first, with indices."""
+  found = [(None, layer)]
   for index in path:
     if not isinstance(index, int) or index >= len(layer.sublayers):
       break
     layer = layer.sublayers[index]
-    names.append(f'{index}:{layer.name}')
+    found.append((index, layer))
+  return found
+
+
+def _describe(layer, path):
+  """' (in Serial/1:Dense_3)': the sublayer a tree path leads into."""
+  names = [f'{layer.name}' if i is None else f'{i}:{layer.name}'
+           for i, layer in _sublayers_on(layer, path)]
   return f' (in {"/".join(names)})'
+
+
+def _file_shape_ok(layer, path, want, got):
+  """Whether the innermost layer on `path` takes a leaf shaped `got`.
+
+  A layer whose `forward` reads its weights in another stored shape as
+  well says so with `accepts_weight_file_shape` (PositionalEncoding takes
+  the [1, max_len, d] table of older Trax files).
+  """
+  inner = _sublayers_on(layer, path)[-1][1]
+  return inner.accepts_weight_file_shape(want, got)
 
 
 def _shard_axis(shape):
