@@ -15,11 +15,10 @@ import re
 import numpy as onp
 import tensorflow as tf
 
-from tfnp_trax import fastmath
 from tfnp_trax.supervised import _naming
 
 __all__ = ['LoopVariables', 'checkpoint_name', 'find_checkpoint_dir',
-           'match_by_shape', 'trax_checkpoint_path', 'variable_groups']
+           'match_by_shape', 'variable_groups']
 
 _PERMANENT = re.compile(r'^model_(\d+)$')
 
@@ -88,15 +87,6 @@ def find_checkpoint_dir(directory):
   return None
 
 
-def trax_checkpoint_path(directory, filename):
-  """The `.pkl.gz` path if `directory/filename` is a Trax checkpoint."""
-  name = filename or 'model'
-  path = os.path.join(directory, name)
-  if not path.endswith('.pkl.gz'):
-    path += '.pkl.gz'
-  return path if tf.io.gfile.exists(path) else None
-
-
 def match_by_shape(full, partial, what):
   """Puts the arrays of `partial` into `full` in order, matching shapes.
 
@@ -121,7 +111,3 @@ def match_by_shape(full, partial, what):
         f'the model (shapes {[tuple(onp.shape(w)) for w in full]}); the '
         f'checkpoint was written for a different model.')
   return out
-
-
-def flat_nonempty(tree):
-  return [x for x in fastmath.tree_leaves(tree) if x is not None]

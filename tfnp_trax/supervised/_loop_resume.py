@@ -82,7 +82,7 @@ def load_checkpoint(loop, directory, filename):
   # A Loop writes Trax's files beside its own checkpoints; its own ones
   # come first (they hold the data positions and running sums), Trax's
   # files are read where they are all there is (a run of Trax itself).
-  trax_path = ckpt_lib.trax_checkpoint_path(directory, filename)
+  trax_path = trax_checkpoints.existing_checkpoint_file(directory, filename)
   if trax_path is not None and not found:
     return _load_trax_checkpoint(loop, trax_path)
   if manager is None:
@@ -181,7 +181,7 @@ def _load_trax_checkpoint(loop, path):
   for trainer, slots in zip(loop._trainers.trainers,
                             d.slots_per_task or []):
     current = trainer.slots
-    ours = ckpt_lib.flat_nonempty(current)
+    ours = trax_checkpoints.flat_slots(current)
     try:
       matched = ckpt_lib.match_by_shape(ours, list(slots), 'slot')
     except ValueError as e:

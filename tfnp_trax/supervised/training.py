@@ -607,7 +607,7 @@ class Loop:
     checkpoint = trax_checkpoints.TraxCheckpoint(
         step=self._step, flat_weights=flat_weights, flat_state=flat_state,
         flat_eval_state=[onp.asarray(x) for x in flat_eval_state],
-        slots_per_task=[[onp.asarray(x) for x in ckpt_lib.flat_nonempty(
+        slots_per_task=[[onp.asarray(x) for x in trax_checkpoints.flat_slots(
             t.slots)] for t in self._trainers.trainers],
         history=self._history,
         input_signature=shapes.signature(

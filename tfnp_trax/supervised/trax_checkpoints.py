@@ -26,8 +26,9 @@ from tfnp_trax.layers import _weight_file_layout
 from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import history as history_lib
 
-__all__ = ['TraxCheckpoint', 'load_trax_checkpoint', 'remove_partial_writes',
-           'save', 'trax_checkpoint_file', 'weights_and_state_for']
+__all__ = ['TraxCheckpoint', 'existing_checkpoint_file', 'flat_slots',
+           'load_trax_checkpoint', 'remove_partial_writes', 'save',
+           'trax_checkpoint_file', 'weights_and_state_for']
 
 # Where a file's bytes sit while it is written (see weight_files).
 _PARTIAL = '._tmp_'
@@ -127,6 +128,12 @@ def remove_partial_writes(directory):
     os.remove(path)
 
 
+def existing_checkpoint_file(directory, filename=None):
+  """The `.pkl.gz` of checkpoint `filename` in `directory`, or None."""
+  path = trax_checkpoint_file(os.path.join(directory, filename or 'model'))
+  return path if os.path.exists(path) else None
+
+
 def load_trax_checkpoint(path_or_dir, filename='model'):
   """Reads a Trax Loop or Trainer checkpoint.
 
@@ -197,9 +204,16 @@ def _slots_per_task(contents, pkl_path):
   return per_task
 
 
+def flat_slots(tree):
+  """An optimizer slot tree's leaves as Trax stores them.
+
+  Trax leaves out the None and () entries (weightless layers).
+  """
+  return [x for x in trees.tree_flatten(tree) if x is not None]
+
+
 def _nonempty_leaves(tree, what, pkl_path):
-  # Trax leaves out None and () entries (weightless layers) from slots.
-  leaves = [x for x in trees.tree_flatten(tree) if x is not None]
+  leaves = flat_slots(tree)
   _weight_file_layout.check_leaves(leaves, f'{what} (flattened)', pkl_path)
   return leaves
 
