@@ -31,12 +31,21 @@ import gin
 from tfnp_trax import _trax_imports
 
 __all__ = ['TRAX_GIN_NAMES', 'TRAX_GIN_DENYLISTS', 'register_all',
-           'missing_names', 'registered_names', 'known_trax_modules',
+           'register_in_place', 'missing_names', 'registered_names',
+           'known_trax_modules',
            'find_missing', 'signature_of']
 
 # Trax modules whose names register themselves with `@gin.configurable`
 # when imported, as Trax's do (so the decorated function is the public one).
 _SELF_REGISTERING = ('trax.supervised.trainer_lib', 'trax.rl.distributions')
+
+# Trax names registered in place (`gin.configurable`, which wraps the
+# class's `__init__`) instead of wrapped: a call from Python then sees the
+# bindings, as a call of Trax's `tl.<name>` does. Trax's tests bind these
+# from Python before any config is parsed, so their module registers them
+# on import when gin is already imported (`register_in_place`).
+_IN_PLACE = ('trax.layers.PureLSHSelfAttention',
+             'trax.layers.PureLSHSelfAttentionWrapper')
 
 # Recorded from Trax 1.4.1; see the module docstring.
 TRAX_GIN_NAMES = (
@@ -343,8 +352,32 @@ def register_all():
           if obj is None:
             _MISSING.add(selector)
             continue
-          gin.external_configurable(obj, name=name, module=gin_module,
-                                    denylist=_denylist(selector, obj))
+          if selector in _IN_PLACE:
+            gin.configurable(name, module=gin_module,
+                             denylist=_denylist(selector, obj))(obj)
+          else:
+            gin.external_configurable(obj, name=name, module=gin_module,
+                                      denylist=_denylist(selector, obj))
+        _REGISTERED[selector] = obj
+        _MISSING.discard(selector)
+        new.append(selector)
+  return new
+
+
+def register_in_place():
+  """Registers the `_IN_PLACE` names now (once); returns the new ones."""
+  new = []
+  with _LOCK:
+    for gin_module, source, names in TRAX_GIN_NAMES:
+      for name in names:
+        selector = f'{gin_module}.{name}'
+        if selector not in _IN_PLACE or selector in _REGISTERED:
+          continue
+        obj = _find(gin_module, source, name)
+        if obj is None:
+          continue
+        gin.configurable(name, module=gin_module,
+                         denylist=_denylist(selector, obj))(obj)
         _REGISTERED[selector] = obj
         _MISSING.discard(selector)
         new.append(selector)

@@ -346,3 +346,34 @@ def test_enc_dec_masked_keeps_trax_float32_quirk():
   # (Logits near -1e9 keep ~1e-7 absolute precision in float64.)
   np.testing.assert_allclose(got64[0], want, rtol=1e-5, atol=1e-7)
   assert np.abs(got64[0] - np.tile(summed, (3, 1))).max() > 0.1
+
+
+# -- Gin -----------------------------------------------------------------------
+
+
+def test_pure_lsh_gin_bindings_reach_calls_from_python():
+  # Trax's layers/__init__.py registers PureLSHSelfAttention and
+  # PureLSHSelfAttentionWrapper with gin under trax.layers (denylist 'mode');
+  # trax/models/research/hourglass_test.py binds them from Python and
+  # builds a model with tl.PureLSHSelfAttentionWrapper.
+  # pylint: disable=protected-access
+  import gin  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import _gin_registry  # pylint: disable=g-import-not-at-top
+  _gin_registry.register_in_place()
+  _gin_registry.register_in_place()  # Once only: __init__ wrapped once.
+  assert tl.PureLSHSelfAttention is ea.PureLSHSelfAttention
+  gin.clear_config()
+  try:
+    gin.bind_parameter('PureLSHSelfAttentionWrapper.pure_lsh_implementation',
+                       tl.PureLSHSelfAttention)
+    gin.bind_parameter('PureLSHSelfAttention.chunk_len', 2)
+    layer = tl.PureLSHSelfAttentionWrapper(n_heads=2, d_qk=2, d_v=2,
+                                           causal=True)
+    assert layer.sublayers[1]._chunk_len == 2
+    # Arguments given in the call still win over bindings.
+    assert tl.PureLSHSelfAttention(chunk_len=4)._chunk_len == 4
+    with pytest.raises(ValueError, match='denylist'):
+      gin.bind_parameter('trax.layers.PureLSHSelfAttention.mode', 'eval')
+  finally:
+    gin.clear_config()
+  assert tl.PureLSHSelfAttention()._chunk_len == 128

@@ -8,6 +8,8 @@ code lives in private modules, one concept each; this module re-exports it
 under Trax's import path.
 """
 
+import sys
+
 from tfnp_trax.layers.research._attention_functions import apply_broadcasted_dropout
 from tfnp_trax.layers.research._attention_functions import attend
 from tfnp_trax.layers.research._attention_functions import hash_vecs
@@ -33,3 +35,16 @@ __all__ = [
     'look_adjacent', 'mask_self_attention', 'permute_via_gather',
     'permute_via_sort',
 ]
+
+# Trax's layers/__init__.py makes these two gin configurables under
+# `trax.layers` (denylist 'mode') on import, and its tests bind their
+# parameters from Python: `gin.bind_parameter('PureLSHSelfAttention.chunk_len',
+# 2)`, then a model built with `tl.PureLSHSelfAttentionWrapper` gets that
+# chunk length. tfnp_trax imports gin only when it is used, so they are
+# registered here when gin is already imported, else with the other Trax
+# names when a config is parsed (`tfnp_trax._gin_registry`). Gin wraps their
+# `__init__` in place: the classes stay the same objects, and a call without
+# bindings is unchanged.
+if 'gin' in sys.modules:
+  from tfnp_trax import _gin_registry  # pylint: disable=g-import-not-at-top
+  _gin_registry.register_in_place()
