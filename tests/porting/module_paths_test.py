@@ -485,9 +485,6 @@ MISSING_NAMES = {
     'supervised.training': [
         'init_host_and_devices',
     ],
-    'supervised.callbacks': [
-        'SerializedModelEvaluation', 'consume_sequence',
-    ],
     # Trax's backend dispatch internals.
     'fastmath.ops': [
         'NumpyBackend', 'RandomBackend', 'backend', 'default_backend',

@@ -16,8 +16,6 @@ _LOOP = ('Loop-based agents (supervised.training.Loop with policy and value '
          'supervised.Trainer directly')
 _TRAJECTORIES = ('RLTask collects fixed-shape TrajectoryBatch arrays from '
                  'vectorized envs; there is no per-trajectory store')
-_SERIALIZED = ('serialized (tokenized) world models and policies are not '
-               'implemented')
 _ONLINE_TUNE = 'online hyperparameter tuning envs are not implemented'
 
 # module (relative to trax.rl; '' is the package) -> implemented names and
@@ -25,7 +23,7 @@ _ONLINE_TUNE = 'online hyperparameter tuning envs are not implemented'
 TRAX_RL = {
     '': {
         'implemented': ['A2C', 'AWR', 'PPO', 'A2CJoint', 'AWRJoint',
-                        'PPOJoint'],
+                        'PPOJoint', 'TimeSeriesModel'],
         'missing': {
             'LoopAWR': _LOOP,
             'SamplingAWR': 'the Q-value (sampled actions) AWR agent is not '
@@ -33,7 +31,6 @@ TRAX_RL = {
             'PolicyGradient': _LOOP,
             'ExpertIteration': _LOOP,
             'DQN': 'value-based agents are not implemented',
-            'TimeSeriesModel': _SERIALIZED,
             'configure_rl': 'gin registration; tfnp_trax does not use gin',
         },
     },
@@ -125,19 +122,20 @@ TRAX_RL = {
         },
     },
     'space_serializer': {
-        'implemented': [],
-        'missing': {name: _SERIALIZED for name in [
-            'SpaceSerializer', 'create', 'BoxSpaceSerializer',
-            'DiscreteSpaceSerializer', 'MultiDiscreteSpaceSerializer']},
+        'implemented': ['SpaceSerializer', 'create', 'BoxSpaceSerializer',
+                        'DiscreteSpaceSerializer',
+                        'MultiDiscreteSpaceSerializer'],
+        'missing': {},
     },
     'serialization_utils': {
-        'implemented': [],
-        'missing': {name: _SERIALIZED for name in [
+        'implemented': [
             'Serialize', 'Interleave', 'Deinterleave', 'RepresentationMask',
-            'SignificanceWeights', 'SerializedModel', 'extract_inner_model',
-            'RawPolicy', 'substitute_inner_policy_raw', 'SerializedPolicy',
+            'SignificanceWeights', 'SerializedModel', 'RawPolicy',
+            'substitute_inner_policy_raw', 'SerializedPolicy',
             'substitute_inner_policy_serialized', 'analyze_action_space',
-            'wrap_policy', 'substitute_inner_policy', 'TimeSeriesModel']},
+            'wrap_policy', 'substitute_inner_policy', 'TimeSeriesModel'],
+        'missing': {'extract_inner_model': 'not in Trax 1.4.1 (a later '
+                                           'Trax name)'},
     },
     'envs': {
         'implemented': [],

@@ -112,8 +112,6 @@ KNOWN_DIFFERENCES = {
     'test_rl_module_paths[000:actor_critic]': _RL_MODULES,
     'test_rl_module_paths[004:normalization]': _RL_MODULES,
     'test_rl_module_paths[005:policy_tasks]': _RL_MODULES,
-    'test_rl_module_paths[007:serialization_utils]': _RL_MODULES,
-    'test_rl_module_paths[008:space_serializer]': _RL_MODULES,
     'test_rl_module_paths[009:task]': _RL_MODULES,
     'test_rl_module_paths[010:training]': _RL_MODULES,
     'test_rl_module_paths[011:value_tasks]': _RL_MODULES,
