@@ -77,8 +77,10 @@ CASES = [
          r'TrainTask: n_steps_per_permanent_checkpoint must be a positive '
          r'integer \(a number of steps, or None for no permanent '
          r'checkpoints\), got -10'),
-    Case('eval_task_no_metrics', _eval_task([]), ValueError,
-         r'EvalTask: metrics is empty; give at least one metric layer'),
+    Case('eval_task_single_metric_layer',
+         _eval_task(tl.WeightedCategoryAccuracy()), TypeError,
+         r'EvalTask: metrics must be a list of metric layers, got the single '
+         r'layer WeightedCategoryAccuracy; wrap it in a list'),
     Case('eval_task_zero_eval_batches',
          _eval_task([tl.WeightedCategoryAccuracy()], n_eval_batches=0),
          ValueError, r'EvalTask: n_eval_batches must be a positive integer '

@@ -493,3 +493,47 @@ def test_a_whole_float_max_length_counts_tokens_as_an_int():
   beams = decoding.beam_search(model, n_beams=1, eos_id=-1, max_length=2.0,
                                accelerate=False)
   np.testing.assert_array_equal(beams[0][0], [[2, 2]])
+
+
+class _CountingLM(tl.Layer):
+  """Predicts (sum of every token it was fed) % 5, via its own __call__.
+
+  A stand-in for a trained model as Trax's tests write them: it overrides
+  `__call__` and keeps what it saw in `state`, so it is never initialized.
+  """
+
+  def __init__(self):
+    super().__init__()
+    self._seen = None
+
+  @property
+  def state(self):
+    return self._seen
+
+  @state.setter
+  def state(self, state):
+    self._seen = state
+
+  def __call__(self, x, rng=None):
+    del rng
+    assert isinstance(x, np.ndarray)  # Trax feeds NumPy arrays.
+    if self._seen is None:
+      self._seen = np.zeros(x.shape[0], np.int64)
+    self._seen = self._seen + x.sum(axis=1)
+    logits = np.full((x.shape[0], x.shape[1], 5), -100.0, np.float32)
+    logits[np.arange(x.shape[0]), -1, self._seen % 5] = 100.0
+    return logits
+
+
+def test_a_model_with_its_own_call_is_sampled_by_calling_it():
+  # trax/supervised/decoding.py samples with `model(x)`; the cache lives in
+  # model.state, which the model keeps between calls.
+  model = _CountingLM()
+  out = decoding.autoregressive_sample(
+      model, inputs=np.array([[2, 2], [1, 0]]), batch_size=2, start_id=0,
+      temperature=0.0, eos_id=-1, max_length=3, accelerate=False)
+  # By hand: sums 4 and 1 after the prompt; each token is added next.
+  # Row 0: 4 -> 4, 8 -> 3, 11 -> 1. Row 1: 1 -> 1, 2 -> 2, 4 -> 4.
+  np.testing.assert_array_equal(out, [[4, 3, 1], [1, 2, 4]])
+  # The last token is returned, not fed back.
+  np.testing.assert_array_equal(model.state, [11, 4])

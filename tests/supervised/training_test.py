@@ -63,6 +63,27 @@ def test_loop_learns_and_logs_history(tmp_path):
       rtol=1e-6)
 
 
+def test_an_eval_task_without_metrics_reads_its_batches_and_logs_nothing():
+  # trax/supervised/training.py, EvalTask: `metrics` is taken as given, an
+  # empty list included (Trax's SerializedModelEvaluation callback builds
+  # such a task to hold its data).
+  read = []
+
+  def counted():
+    for batch in _data(1):
+      read.append(1)
+      yield batch
+  task = training.TrainTask(_data(0), tl.WeightedCategoryCrossEntropy(),
+                            optimizers.Adam(0.01))
+  empty = training.EvalTask(counted(), [], n_eval_batches=3)
+  loop = training.Loop(tl.Serial(tl.Dense(2)), task, eval_tasks=[empty],
+                       eval_at=lambda step: step % 2 == 0)
+  before = len(read)  # The sample batch was peeked at.
+  loop.run(4)
+  assert len(read) - before == 2 * 3 - 1  # Two evals; the peeked batch.
+  assert loop.history.modes == ['train']
+
+
 def _read_scalars(directory):
   values = {}
   for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):

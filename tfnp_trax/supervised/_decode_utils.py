@@ -12,7 +12,7 @@ from tfnp_trax import layers as tl
 __all__ = ['LengthBound', 'structure', 'length_limit', 'check_model',
            'check_inputs', 'check_count', 'check_max_length',
            'check_temperature', 'check_eos_id',
-           'start_symbols', 'check_rng']
+           'start_symbols', 'check_rng', 'calls_itself']
 
 
 class LengthBound(NamedTuple):
@@ -44,6 +44,11 @@ def _walk(layer):
     yield from _walk(sub)
 
 
+def calls_itself(model):
+  """Whether `model`'s class overrides `Layer.__call__` (see decoding)."""
+  return type(model).__call__ is not tl.Layer.__call__
+
+
 def check_model(model, fn_name, batch_size, eval_mode=False):
   """Raises a clear error for a model the sampler cannot decode with.
 
@@ -72,7 +77,7 @@ def check_model(model, fn_name, batch_size, eval_mode=False):
   # Weightless pure layers (e.g. an `Fn`) run without init, as in Trax.
   needs_init = any(not layer.sublayers and not isinstance(layer, tl.PureLayer)
                    for layer in _walk(model))
-  if not model.initialized and needs_init:
+  if not model.initialized and needs_init and not calls_itself(model):
     raise ValueError(
         f'{fn_name}: model {model.name} is not initialized; call '
         f'model.init(shapes.ShapeDtype(({batch_size}, 1), jnp.int32)) (and '

@@ -72,8 +72,11 @@ class Evaluator:
 
   def __init__(self, eval_model, eval_task, precision=None):
     self._task = eval_task
+    # No metrics (Trax allows it): the batches are read, nothing computed.
     self._fn = MetricsFunction(eval_model, eval_task.metrics,
-                               eval_task.sample_batch, precision=precision)
+                               eval_task.sample_batch,
+                               precision=precision) if eval_task.metrics else (
+                                   lambda batch, weights, state: ())
     # Eval batches are read on the host and run unreplicated.
     self._stream = _inputs.InputStream(eval_task.labeled_data,
                                        tf.distribute.get_strategy())

@@ -5,6 +5,8 @@ import numbers
 
 import tensorflow as tf
 
+from tfnp_trax.layers import base as layer_base
+
 __all__ = ['TrainTask', 'EvalTask']
 
 
@@ -122,7 +124,8 @@ class EvalTask:
   Args:
     labeled_data: an iterator (or iterable, or `tf.data.Dataset`) of
       batches.
-    metrics: layers, each mapping (model outputs, targets, ...) to a scalar.
+    metrics: a list of layers, each mapping (model outputs, targets, ...) to
+      a scalar; may be empty.
     metric_names: names to log the metrics under (default: layer names).
     n_eval_batches: how many batches each evaluation averages over.
     sample_batch: a batch to initialize the metrics with (default: the
@@ -133,10 +136,13 @@ class EvalTask:
 
   def __init__(self, labeled_data, metrics, metric_names=None,
                n_eval_batches=1, sample_batch=None, export_prefix=None):
+    if isinstance(metrics, layer_base.Layer):
+      raise TypeError(f'EvalTask: metrics must be a list of metric layers, '
+                      f'got the single layer {metrics.name}; wrap it in a '
+                      f'list: metrics=[{metrics.name}()].')
+    # An empty list is allowed, as in Trax: the task then only holds data
+    # (a callback's, for example) and its evals log nothing.
     self._metrics = list(metrics)
-    if not self._metrics:
-      raise ValueError('EvalTask: metrics is empty; give at least one metric '
-                       'layer, e.g. metrics=[tl.WeightedCategoryAccuracy()].')
     # None as in Trax, where train(eval_steps=None) builds a never-run one.
     _check_period('EvalTask', 'n_eval_batches', n_eval_batches,
                   'a task that is never evaluated', unit='batches per eval')

@@ -50,20 +50,44 @@ def _make_step(model, temperature, accelerate, eval_mode):
     state = fastmath.tree_unflatten(list(flat_state), templates[1])[0]
     keys = fastmath.random.split(rng, 3)
     out, new_state = model_ref().pure_fn(x, weights, state, keys[0])
-    logits = out[0] if isinstance(out, (list, tuple)) else out
-    logits = jnp.take(logits, index, axis=1).astype(jnp.float32)
-    log_probs = logits - fastmath.logsumexp(logits, axis=-1, keepdims=True)
-    if temperature == 0.0:
-      sample = jnp.argmax(log_probs, axis=-1).astype(jnp.int32)
-    else:
-      sample = fastmath.random.categorical(keys[1],
-                                           log_probs * (1.0 / temperature))
+    sample = _sample(out, index, keys[1], temperature)
     return sample, fastmath.tree_flatten(new_state), keys[2]
 
   if accelerate:
     step = fastmath.jit(step, jit_compile=not eval_mode)
   cache[key] = step, templates
   return cache[key]
+
+
+def _sample(out, index, key, temperature):
+  """A token per sequence from the model's logits at position `index`."""
+  logits = out[0] if isinstance(out, (list, tuple)) else out
+  logits = jnp.take(jnp.asarray(logits), index, axis=1).astype(jnp.float32)
+  log_probs = logits - fastmath.logsumexp(logits, axis=-1, keepdims=True)
+  if temperature == 0.0:
+    return jnp.argmax(log_probs, axis=-1).astype(jnp.int32)
+  return fastmath.random.categorical(key, log_probs * (1.0 / temperature))
+
+
+def _called_stream(model, inputs, symbols, temperature, rng):
+  """Trax's own loop, for a model class with its own `__call__`.
+
+  Trax samples by calling `model(x)`, which keeps the cache in
+  `model.state`; a layer that overrides `__call__` (a test double standing
+  in for a trained model, say) is sampled that way, unaccelerated, with
+  NumPy inputs as Trax feeds them.
+  """
+  two_inputs = model.n_in > 1 and inputs is not None
+  if not two_inputs and inputs is not None:
+    symbols = np.concatenate([symbols, inputs], axis=1)
+  while True:
+    keys = fastmath.random.split(rng, 3)
+    rng = keys[2]
+    out = model((inputs, symbols) if two_inputs else symbols, rng=keys[0])
+    sample = np.asarray(_sample(out, symbols.shape[1] - 1, keys[1],
+                                temperature)).astype(np.int32)
+    symbols = sample[:, None]
+    yield sample
 
 
 def _check_length(bound, needed):
@@ -131,6 +155,10 @@ def autoregressive_sample_stream(model, inputs=None, batch_size=1,
   _decode_utils.check_temperature(temperature, name)
   _decode_utils.check_rng(rng, name)
   symbols = _decode_utils.start_symbols(start_id, batch_size, name)
+  if _decode_utils.calls_itself(model) and not (accelerate or eval_mode):
+    rng = (fastmath.random.get_prng(_py_random.randint(0, 2**31 - 1))
+           if rng is None else rng)
+    return _called_stream(model, inputs, symbols, temperature, rng)
   return _sample_stream(model, inputs, symbols, temperature, accelerate,
                         eval_mode, eval_min_length, rng)
 
