@@ -259,7 +259,8 @@ G = np.array([[2.75, 3.5, 3.0, 4.0]])  # Returns, restarting after step 2.
 ])
 def test_hand_computed(name, estimator, mask, expected, mode):
   del name
-  got = run(estimator, mode, R, G, V, D, mask)
+  # Copies: monte_carlo writes into NumPy inputs, as Trax's does.
+  got = run(estimator, mode, R.copy(), G.copy(), V.copy(), D, mask)
   np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
@@ -279,17 +280,17 @@ def test_shapes_and_done_targets_as_in_trax_tests(factory):
     assert out.shape == (1, length)
     assert out.dtype == np.float32
   mid_done = np.array([[False, True, False]])
+  values = np.array([[2, 2, 2]], np.float32)
+  returns = np.array([[3, 2, 1]], np.float32)
   adv = factory(gamma=0.9, margin=1)(rewards, returns, values, mid_done,
                                      mask)
   if factory is advantages.monte_carlo:
-    # Trax's monte_carlo zeroes the caller's values at done steps in place,
-    # so its test sees values + advantages = 0 + reward there. We leave the
-    # inputs alone: the advantage itself is the reward, and our callers
-    # take the reward as the value target at a done step.
-    np.testing.assert_allclose(adv[0, 1], rewards[0, 1])
-    np.testing.assert_allclose(values, [[2, 2, 2]])
+    # Trax's monte_carlo zeroes the caller's values at done steps in place
+    # (and so does ours), so values + advantages is the reward there too.
+    np.testing.assert_allclose(values, [[2, 0, 2]])
   else:
-    np.testing.assert_allclose((values[:, :-1] + adv)[0, 1], rewards[0, 1])
+    np.testing.assert_allclose(values, [[2, 2, 2]])
+  np.testing.assert_allclose((values[:, :-1] + adv)[0, 1], rewards[0, 1])
 
 
 @pytest.mark.parametrize('factory', [advantages.monte_carlo, advantages.td_k,
