@@ -312,3 +312,25 @@ def test_trax_files_can_be_turned_off(tmp_path, capsys):
   _writing_loop(tmp_path, trax_checkpoint_files=False).run(2)
   capsys.readouterr()
   assert not [n for n in _files(tmp_path) if n.endswith('.gz')]
+
+
+@pytest.mark.parametrize('policy', ['raise', 'warn'])
+def test_a_failed_trax_file_write_follows_checkpoint_errors(tmp_path, capsys,
+                                                           monkeypatch,
+                                                           policy):
+  from tfnp_trax.supervised import checkpoints  # pylint: disable=g-import-not-at-top
+  loop = _writing_loop(tmp_path, checkpoint_errors=policy)
+
+  def disk_full(*args, **kwargs):
+    raise OSError(28, 'No space left on device')
+  monkeypatch.setattr(weight_files, 'np_to_file', disk_full)
+  if policy == 'raise':
+    with pytest.raises(checkpoints.CheckpointWriteError,
+                       match=r'could not write the Trax checkpoint files '
+                       r'model\.\* in .*No space left on device'):
+      loop.run(1)
+  else:
+    with pytest.warns(RuntimeWarning, match='Training goes on'):
+      loop.run(2)
+    assert loop.step == 2
+  capsys.readouterr()

@@ -176,6 +176,11 @@ class RunBookkeeping:
     out['history'] = _json_safe(self.history.to_dict())
     return out
 
+  def write_failed(self, error):
+    """Handles a failed checkpoint write (a CheckpointWriteError) as
+    `checkpoint_errors` says: raises it, or warns and goes on."""
+    self._failed(error)
+
   def _failed(self, error):
     if self.checkpoint_errors == 'raise':
       raise checkpoints.CheckpointWriteError(

@@ -28,6 +28,7 @@ from tfnp_trax.supervised import _loop_reversible
 from tfnp_trax.supervised import _loop_tasks
 from tfnp_trax.supervised import _loop_trainers
 from tfnp_trax.supervised import _precision
+from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import run_bookkeeping
 from tfnp_trax.supervised import trax_checkpoints
 
@@ -612,9 +613,15 @@ class Loop:
         history=self._history,
         input_signature=shapes.signature(
             tuple(self._tasks[0].sample_batch)[:n_in]))
-    trax_checkpoints.save(
-        self._output_dir, basename, checkpoint,
-        compresslevel=0 if self._use_memory_efficient_trainer else 2)
+    try:
+      trax_checkpoints.save(
+          self._output_dir, basename, checkpoint,
+          compresslevel=0 if self._use_memory_efficient_trainer else 2)
+    except OSError as e:  # Disk full, read-only: as checkpoint_errors says.
+      self._books.write_failed(checkpoints.CheckpointWriteError(
+          f'could not write the Trax checkpoint files {basename}.* in '
+          f'{self._output_dir} ({e}).', self._output_dir, basename, str(e),
+          e.errno))
 
   def _refresh_history_in_checkpoints(self, step):
     """Adds this step's evals to the checkpoints written before them.
