@@ -41,13 +41,17 @@ from tfnp_trax.layers import base
 __all__ = ['WeightFileError', 'flatten_weights_and_state',
            'unflatten_weights_and_state', 'np_to_file', 'np_from_file',
            'to_bits', 'from_bits', 'pickle_to_file', 'unpickle_from_file',
-           'read_weights_file', 'FILES_SHA256', 'file_sha256',
+           'read_weights_file', 'FILES_SHA256', 'PARTIAL_SUFFIX',
+           'file_sha256',
            'check_written_together',
            'weights_and_state_signature', 'save_to_file', 'init_from_file',
            'N_WEIGHTS_SHARDS', 'shard', 'unshard']
 
 # The pickle key of the digests `check_written_together` compares.
 FILES_SHA256 = 'tfnp_trax_files_sha256'
+
+# A file's bytes sit under its name plus this while it is written.
+PARTIAL_SUFFIX = '._tmp_'
 
 # How many shards Trax splits each weight into across devices (Trax's
 # default; Loop unshards weights before writing a checkpoint).
@@ -239,7 +243,7 @@ def _to_numpy(x):
 def _replace_atomically(file_path, write):
   # Written beside the target and renamed over it, so a crash mid-write
   # never leaves a half-written file under the final name.
-  tmp_path = file_path + '._tmp_'
+  tmp_path = file_path + PARTIAL_SUFFIX
   with open(tmp_path, 'wb') as f:
     write(f)
   os.replace(tmp_path, file_path)

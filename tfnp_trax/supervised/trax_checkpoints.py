@@ -30,9 +30,6 @@ __all__ = ['TraxCheckpoint', 'existing_checkpoint_file', 'flat_slots',
            'load_trax_checkpoint', 'remove_partial_writes', 'save',
            'trax_checkpoint_file', 'weights_and_state_for']
 
-# Where a file's bytes sit while it is written (see weight_files).
-_PARTIAL = '._tmp_'
-
 
 
 class TraxCheckpoint(NamedTuple):
@@ -90,7 +87,7 @@ def save(directory, basename, checkpoint, compresslevel=2):
   for i, slots in enumerate(checkpoint.slots_per_task):
     path = f'{base}.opt_slots{i}.npy.gz'
     weight_files.np_to_file(list(slots), path, compresslevel=compresslevel)
-    digests[os.path.basename(path)[len(basename) + 1:]] = weight_files.file_sha256(path)
+    digests[f'opt_slots{i}.npy.gz'] = weight_files.file_sha256(path)
   path = f'{base}.weights.npy.gz'
   weight_files.np_to_file(list(checkpoint.flat_weights), path,
                           compresslevel=compresslevel)
@@ -124,7 +121,7 @@ def _to_numpy(x):
 def remove_partial_writes(directory):
   """Deletes the half-written files a killed `save` left in `directory`."""
   for path in glob.glob(os.path.join(glob.escape(directory),
-                                     '*.gz' + _PARTIAL)):
+                                     '*.gz' + weight_files.PARTIAL_SUFFIX)):
     os.remove(path)
 
 
