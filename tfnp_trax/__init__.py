@@ -20,7 +20,7 @@ from tfnp_trax import supervised
 # alone; calling alias_trax_modules() makes `import trax.*` give these.
 from tfnp_trax._trax_imports import alias_trax_modules
 from tfnp_trax._trax_imports import unalias_trax_modules
-from tfnp_trax.export.keras import AsKeras
+from tfnp_trax.export import AsKeras
 from tfnp_trax.supervised import lr_schedules as lr
 
 _cli_quiet.end()  # TensorFlow is imported: stderr as before.

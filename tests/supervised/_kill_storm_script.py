@@ -89,7 +89,6 @@ def _slow_down_checkpoint_writes(events_fd):
                '_fsync_dir'):
     setattr(checkpoints, name, slow(getattr(checkpoints, name)))
   manager = checkpoints.CheckpointManager
-  manager.update_extra = slow(manager.update_extra)
   manager.copy = slow(manager.copy)
 
 

@@ -83,23 +83,47 @@ def _run_killed(tmp_path, monkeypatch, owner, name, step=4):
 def test_killed_before_its_evals_a_step_gets_them_on_resume(
     tmp_path, monkeypatch, uninterrupted):
   # ckpt-4 and ckpt-4-permanent are written; the kill comes before the
-  # evals of step 4 and before the manifests learn of them.
+  # evals of step 4.
   killed = _run_killed(tmp_path, monkeypatch, training.Loop, 'run_evals')
   assert killed.history.get('eval', 'metrics/l2') == []
   resumed = _loop(str(tmp_path))
   assert resumed.step == 4
-  assert [s for s, _ in resumed.history.get('eval', 'metrics/l2')] == [4]
+  # As in Trax (trax/supervised/training.py: `run` saves a step's
+  # checkpoint before `run_evals`), the restored History ends before the
+  # evals of step 4 ...
+  assert resumed.history.get('eval', 'metrics/l2') == []
   resumed.run(2)
+  # ... and the next run writes them first, from the saved sums and on the
+  # eval batches an uninterrupted run reads, so nothing is lost.
+  assert [s for s, _ in resumed.history.get('eval', 'metrics/l2')] == [4]
   assert _timeless(resumed.history) == _timeless(uninterrupted.history)
   for got, want in zip(_weights(resumed), _weights(uninterrupted)):
     assert got.tobytes() == want.tobytes()
-  # Both checkpoints of step 4 now hold its evals and nothing pending.
+  # Both checkpoints of step 4 are as written: before its evals, pending.
   for name in ('ckpt-4', 'ckpt-4-permanent'):
     manager = resumed._books.manager  # pylint: disable=protected-access
     manifest = manager.restore(manager.path(name))
-    assert not manifest['extra']['loop_progress']['pending']
-    assert [s for s, _ in manifest['extra']['history']['_values']['eval'][
-        'metrics/l2']] == [4]
+    assert manifest['extra']['loop_progress']['pending']
+    assert 'metrics/l2' not in manifest['extra']['history']['_values'].get(
+        'eval', {})
+
+
+def test_a_finished_run_restored_twice_logs_each_step_once(
+    tmp_path, uninterrupted):
+  # No kill: each restart restores a checkpoint written before its step's
+  # evals; each run writes them once, so the History equals one run's.
+  loop = _loop(str(tmp_path))
+  loop.run(4)
+  again = _loop(str(tmp_path))
+  assert again.step == 4
+  assert again.history.get('eval', 'metrics/l2') == []
+  again.run(2)
+  assert _timeless(again.history) == _timeless(uninterrupted.history)
+  third = _loop(str(tmp_path))  # Step 6 has no evals: nothing is pending.
+  assert third.step == 6
+  assert _timeless(third.history) == _timeless(uninterrupted.history)
+  for got, want in zip(_weights(third), _weights(uninterrupted)):
+    assert got.tobytes() == want.tobytes()
 
 
 def test_killed_between_checkpoint_and_permanent_copy_recovers_it(

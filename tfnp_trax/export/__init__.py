@@ -2,7 +2,7 @@
 
 from tfnp_trax.export.decode_signature import decode_signatures
 from tfnp_trax.export.from_keras import FromKeras
-from tfnp_trax.export.keras import AsKeras
+from tfnp_trax.export import keras_mode
 from tfnp_trax.export.layer_factory import LayerFactory
 from tfnp_trax.export.layer_factory import register_layer_constructor
 from tfnp_trax.export.loop_export import export_loop
@@ -10,6 +10,14 @@ from tfnp_trax.export.saved_model import save_model
 from tfnp_trax.export.saved_model import serving_function
 from tfnp_trax.export.tflite import to_tflite
 
+# AsKeras fits the models `tf.keras` builds: Keras 3 by default, tf_keras
+# under TF_USE_LEGACY_KERAS=1 (see export/tf_keras_layer.py).
+if keras_mode.legacy_keras():
+  from tfnp_trax.export.tf_keras_layer import AsTfKeras as AsKeras  # pylint: disable=g-import-not-at-top
+else:
+  from tfnp_trax.export.keras import AsKeras  # pylint: disable=g-import-not-at-top
+
 __all__ = ['AsKeras', 'FromKeras', 'LayerFactory', 'decode_signatures',
+           'keras_mode',
            'export_loop', 'register_layer_constructor', 'save_model',
            'serving_function', 'to_tflite']

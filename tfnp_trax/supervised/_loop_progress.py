@@ -1,17 +1,16 @@
 """What a Loop step has logged so far, saved with its checkpoints.
 
 Trax logs training values as their mean since the last log, at eval steps,
-and writes a step's checkpoints before its evals. A run killed after a
-checkpoint would otherwise lose (a) the running sums of the steps since
-the last log and (b) that step's training and eval entries, if the kill
-came before they reached the checkpoint's manifest. `Progress` is those
-sums plus a flag saying that the step's logging phase (evals, best-metric
-checkpoints) is still to come; checkpoints store it as JSON (floats keep
-their exact value there), and a resumed Loop first completes the pending
-phase, so its History has every step's entries, equal to an uninterrupted
-run's. The eval data positions go with it, so the evals read the batches
-an uninterrupted run would.
-"""
+and writes a step's checkpoints before its evals, so a restored Trax Loop's
+History ends before that step's entries, and they are never written. Here
+the checkpoints keep what is needed to write them later: `Progress` holds
+the running sums of the steps since the last log and a flag saying that
+the step's logging phase (evals, best-metric checkpoints) is still to come.
+Checkpoints store it as JSON (floats keep their exact value there), and the
+first `run` of a restored Loop completes the pending phase, so its History
+gets every step's entries, equal to an uninterrupted run's. The eval data
+positions go with it, so the evals read the batches an uninterrupted run
+would."""
 
 import collections
 import time

@@ -121,11 +121,6 @@ def load_checkpoint(loop, directory, filename):
       loop._save_trax_files('model')
       if loop._permanent_checkpoint_at(loop._step):
         loop._save_trax_files(f'model_{loop._step}')
-  if loop._progress.pending:
-    # Killed after this step's checkpoint, before its logs reached it.
-    logs.log(f'Finishing the evals and logs of step {loop._step}, which '
-             f'the stopped run had not saved.', stdout=False)
-    loop._finish_step(loop._step, loop._which_task(loop._step))
   return loop._step
 
 

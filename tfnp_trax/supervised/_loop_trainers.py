@@ -22,15 +22,27 @@ __all__ = ['TaskTrainers', 'init_keeping', 'local_signature']
 
 
 def init_keeping(combined, inner, input_signature, rng=None):
-  """Initializes `combined`, keeping `inner`'s weights if it has them.
+  """Initializes `combined = Serial(inner, end)` as Trax's Loop does.
 
-  `combined` wraps `inner` (e.g. a model with its loss or its metrics); the
-  weights a caller set or training produced must survive that init.
+  `inner` (the model) keeps the weights a caller set or training produced,
+  and is initialized only if it has none. The end layer (a loss, or the
+  branch of metrics) is initialized on `inner`'s output signature, as
+  Trax's `_model_with_ends` does: its own forward does not run here, so a
+  loss whose check would refuse these shapes (Trax's `L2Loss` asserts
+  equal shapes) only fails when a step runs, as in Trax, and a restore
+  that fails first reports its own error.
   """
-  keep = (inner.weights, inner.state) if inner.initialized else None
-  combined.init(input_signature, rng=rng)
-  if keep is not None:
-    inner.weights, inner.state = keep
+  inner_layer, end = combined.sublayers
+  if inner_layer is not inner:
+    raise ValueError('init_keeping: combined must be Serial(inner, end); '
+                     f'its first sublayer is {inner_layer.name}.')
+  if rng is not None:
+    combined.rng = rng  # Splits into the model's and the end layer's keys.
+  if not inner.initialized:
+    inner.init(input_signature)
+  end.init(inner.output_signature(input_signature))
+  combined.weights = (inner.weights, end.weights)
+  combined.state = (inner.state, end.state)
 
 
 def local_signature(batch, strategy):

@@ -46,8 +46,12 @@ _MANIFEST_TMP = re.compile(r'^\.' + re.escape(_MANIFEST) + r'\.[0-9a-f]{8}$')
 _CHECKSUM = 'manifest_sha256'
 
 
-class CheckpointMismatchError(ValueError):
-  """The checkpoint's weights do not fit the model being restored."""
+class CheckpointMismatchError(ValueError, IndexError):
+  """The checkpoint's weights do not fit the model being restored.
+
+  Also an `IndexError`: Trax's Loop signals the same failure (weights left
+  unmatched by shape) with one, and programs written for Trax catch it.
+  """
 
 
 class NoValidCheckpointError(RuntimeError):
@@ -348,22 +352,6 @@ class CheckpointManager:
               f'{tuple(old_shape)} in the checkpoint (saved as "{old_name}") '
               f'but {tuple(shape)} in the model. Use a fresh output_dir or '
               f'the matching model.')
-
-  def update_extra(self, path, extra):
-    """Atomically replaces the `extra` dict in the manifest at `path`."""
-    manifest = self._verify(path)
-    manifest['extra'] = extra
-    tmp = os.path.join(path, f'.{_MANIFEST}.{uuid.uuid4().hex[:8]}')
-    try:
-      _write_manifest(tmp, manifest)
-      os.replace(tmp, os.path.join(path, _MANIFEST))
-      _fsync_dir(path)
-    except OSError as e:
-      # The old manifest still matches the files: the checkpoint stays good.
-      raise self._write_error(os.path.basename(path), e) from e
-    finally:
-      if os.path.exists(tmp):
-        os.remove(tmp)
 
   def restore(self, path):
     """Restores the checkpoint in folder `path`; returns its manifest.

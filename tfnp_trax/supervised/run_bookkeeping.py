@@ -193,25 +193,11 @@ class RunBookkeeping:
     logging.warning(message)
     warnings.warn(message, RuntimeWarning, stacklevel=4)
 
-  def refresh_extra(self, extra=None):
-    """Rewrites the manifests of this step's checkpoints with `extra`.
-
-    Trax writes a step's checkpoint before its evals; once they are in
-    the History, the checkpoints of that step get it too.
-    """
-    if self.manager is None or not self.is_chief:
-      return
-    for path in self.saved_at(self.step):
-      try:
-        self.manager.update_extra(path, self._extra(extra))
-      except checkpoints.CheckpointWriteError as e:
-        self._failed(e)
-
   def restore(self, manifest):
     """Takes the step and History from a restored checkpoint's manifest.
 
     The numbered checkpoints of that step count as written at it (so a
-    later `refresh_extra` or `stop` at this step uses them).
+    `stop` at this step uses them).
     """
     self.step = int(manifest['step'])
     self.history = history_lib.History.from_dict(

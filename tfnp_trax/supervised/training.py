@@ -94,12 +94,15 @@ class Loop:
   step), so a signal to any one worker stops them all there.
 
   Kills: a run killed outright (SIGKILL, a lost machine) resumes from its
-  newest checkpoint exactly as well. Checkpoints hold the running sums of
-  the training values and the eval data positions, and say whether their
-  step's evals and logs were still to come; a resumed Loop first finishes
-  that step (see `_finish_step`) and rewrites a permanent checkpoint of a
-  step whose rotating one exists but whose permanent copy the kill
-  prevented.
+  newest checkpoint exactly as well. As in Trax, a step's checkpoints are
+  written before its evals and logs, so a restored Loop's `history` ends
+  before them. Checkpoints also hold the running sums of the training
+  values and the eval data positions, so the next `run` of a restored Loop
+  first runs that step's evals and logs (see `_finish_step`), reading the
+  batches an uninterrupted run would: its History ends up equal to an
+  uninterrupted run's. A restored Loop also rewrites a permanent
+  checkpoint of a step whose rotating one exists but whose permanent copy
+  the kill prevented.
 
   Args:
     model: the model body; each task puts its loss layer after it.
@@ -362,6 +365,13 @@ class Loop:
 
   def _run(self, n_steps):
     progress = self._progress
+    if progress.pending:
+      # Restored from a checkpoint written before its step's evals and
+      # logs, as Trax writes them: those run now, from the saved sums and
+      # on the eval batches an uninterrupted run would read.
+      logs.log(f'Running the evals and logs of step {self._step}, which '
+               f'its checkpoint was written before.', stdout=False)
+      self._finish_step(self._step, self._which_task(self._step))
     if not progress.keep:  # Trax's run starts new sums; a resumed one not.
       progress.reset()
     progress.keep = False
@@ -392,9 +402,10 @@ class Loop:
   def _finish_step(self, step, task_index):
     """A step's phase after its checkpoints: logs, evals, best checkpoints.
 
-    A resumed run whose checkpoint was written before this phase ended
-    runs it again (from the saved sums, on the same eval batches), so no
-    step's entries are lost to a kill.
+    The step's checkpoints are written before it, as Trax writes them, and
+    say that it is pending; the first `run` of a Loop restored from them
+    runs it (from the saved sums, on the same eval batches), so no step's
+    entries are lost to a kill or a restart.
     """
     progress = self._progress
     logged = self._eval_at(step)
@@ -411,10 +422,6 @@ class Loop:
         self.save_checkpoint(f'lowest_{self._checkpoint_low_metric}')
       if self._checkpoint_high_metric is not None and self._at_highest():
         self.save_checkpoint(f'highest_{self._checkpoint_high_metric}')
-    if logged:
-      # Last, so a kill before it leaves the step pending and a resumed run
-      # redoes all of the above.
-      self._refresh_history_in_checkpoints(step)
 
   def _run_one_step(self, task_index, task_changed=False):
     """Trains one step of task `task_index`; returns (loss, stats).
@@ -622,15 +629,6 @@ class Loop:
           f'could not write the Trax checkpoint files {basename}.* in '
           f'{self._output_dir} ({e}).', self._output_dir, basename, str(e),
           e.errno))
-
-  def _refresh_history_in_checkpoints(self, step):
-    """Adds this step's evals to the checkpoints written before them.
-
-    Trax writes a step's checkpoint before its evals, so its history lacks
-    them; here the manifest is updated atomically once they are logged.
-    """
-    if step == self._step:
-      self._books.refresh_extra(self._checkpoint_extra())
 
   def _checkpoint_extra(self):
     """The manifest's Loop entries: the running sums and eval positions."""
