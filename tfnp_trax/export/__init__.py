@@ -12,10 +12,7 @@ from tfnp_trax.export.tflite import to_tflite
 
 # AsKeras fits the models `tf.keras` builds: Keras 3 by default, tf_keras
 # under TF_USE_LEGACY_KERAS=1 (see export/tf_keras_layer.py).
-if keras_mode.legacy_keras():
-  from tfnp_trax.export.tf_keras_layer import AsTfKeras as AsKeras  # pylint: disable=g-import-not-at-top
-else:
-  from tfnp_trax.export.keras import AsKeras  # pylint: disable=g-import-not-at-top
+AsKeras = keras_mode.as_keras_class()
 
 __all__ = ['AsKeras', 'FromKeras', 'LayerFactory', 'decode_signatures',
            'keras_mode',

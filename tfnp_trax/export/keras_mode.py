@@ -8,7 +8,7 @@ models `tf.keras` builds.
 
 import os
 
-__all__ = ['legacy_keras']
+__all__ = ['as_keras_class', 'legacy_keras']
 
 _TRUE = ('1', 'true', 'True')
 
@@ -16,3 +16,17 @@ _TRUE = ('1', 'true', 'True')
 def legacy_keras():
   """Whether `tf.keras` is tf_keras in this process (TF_USE_LEGACY_KERAS)."""
   return os.environ.get('TF_USE_LEGACY_KERAS') in _TRUE
+
+
+def as_keras_class():
+  """The AsKeras class for this process's `tf.keras`.
+
+  `export.keras.AsKeras` (Keras 3) by default; under TF_USE_LEGACY_KERAS it
+  is `export.tf_keras_layer.AsTfKeras`, imported only then.
+  """
+  # pylint: disable=g-import-not-at-top
+  if legacy_keras():
+    from tfnp_trax.export import tf_keras_layer
+    return tf_keras_layer.AsTfKeras
+  from tfnp_trax.export import keras
+  return keras.AsKeras

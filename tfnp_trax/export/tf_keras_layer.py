@@ -24,12 +24,14 @@ __all__ = ['AsTfKeras']
 class AsTfKeras(_as_keras_body.AsKerasBody, tf_keras.layers.Layer):
   """Runs a tfnp_trax layer as a tf_keras (Keras 2) layer.
 
-  Example (with `TF_USE_LEGACY_KERAS=1` set before TensorFlow is imported):
-    >>> layer = tfnp_trax.AsKeras(model)
-    >>> inputs = tf.keras.Input(shape=(None,), dtype='int32')
-    >>> keras_model = tf.keras.Model(inputs, layer(inputs))
-    >>> keras_model.save(directory)  # A SavedModel.
-    >>> loaded = tf.keras.models.load_model(directory)
+  Example, with `TF_USE_LEGACY_KERAS=1` set before TensorFlow is imported
+  (tests/export/tf_keras_layer_test.py runs it):
+
+      layer = tfnp_trax.AsKeras(model)
+      inputs = tf.keras.Input(shape=(None,), dtype='int32')
+      keras_model = tf.keras.Model(inputs, layer(inputs))
+      keras_model.save(directory)  # A SavedModel.
+      loaded = tf.keras.models.load_model(directory)
 
   Weights are trainable tf_keras variables and state non-trainable ones,
   as in the Keras 3 `AsKeras`; the arguments are `AsKerasBody.__init__`'s.
