@@ -161,6 +161,37 @@ def test_corrupt_latest_checkpoint_falls_back_with_warning(tmp_path):
   assert resumed.step == 5
 
 
+def _pi_data(output_dim):
+  x = np.arange(8, dtype=np.float32).reshape((8, 1))
+  y = np.full((8, output_dim), np.pi, np.float32)
+  while True:
+    yield x, y, np.ones_like(y)
+
+
+def test_loss_layer_is_not_run_while_the_loop_is_built():
+  # Trax's Loop initializes the loss on the model's output signature
+  # without running it (trax/supervised/training.py `_model_with_ends`):
+  # a loss that refuses these shapes fails at the first step, not here.
+  task = training.TrainTask(_pi_data(1), tl.L2Loss(), optimizers.SGD(.01))
+  loop = training.Loop(tl.Serial(tl.Dense(2)), [task])
+  assert loop.step == 0
+  with pytest.raises(Exception, match=r'L2Loss.*\(8, 1\).*\(8, 2\)'):
+    loop.run(1)
+
+
+def test_restoring_into_a_different_model_is_also_an_index_error(tmp_path):
+  # Trax's restore signals unmatched weights with an IndexError
+  # (trax/supervised/training.py `_match_by_shape`); programs catch it.
+  task = training.TrainTask(_pi_data(1), tl.L2Loss(), optimizers.SGD(.01))
+  training.Loop(tl.Serial(tl.Dense(1)), [task],
+                checkpoint_at=lambda step: step % 2 == 0,
+                output_dir=str(tmp_path)).run(2)
+  with pytest.raises(IndexError, match=r'shape \(1, 1\) in the checkpoint.*'
+                     r'but \(1, 2\) in the model'):
+    training.Loop(tl.Serial(tl.Dense(2)), [task], output_dir=str(tmp_path))
+  assert issubclass(checkpoints.CheckpointMismatchError, ValueError)
+
+
 def test_mismatched_model_is_a_clear_error(tmp_path):
   _loop(str(tmp_path)).run(5)
   other = tl.Serial(tl.Dense(32), tl.Relu(), tl.Dense(2))
