@@ -28,17 +28,9 @@ class AsKeras(_as_keras_body.AsKerasBody, keras.layers.Layer):
     >>> tuple(model(onp.ones((2, 4), onp.float32)).shape)
     (2, 3)
 
-  If the tfnp_trax layer is already initialized its weights and state are
-  used; otherwise it is initialized when Keras builds this layer. The
-  tfnp_trax layer's `mode` is fixed when it is constructed: Keras's
-  `training` flag only controls whether the state and rng advance, so a
-  'train'-mode BatchNorm normalizes with batch statistics even in
-  `model.predict`. Build an 'eval'-mode twin for inference.
-
-  Saving (`get_config`) needs the layer given as a `LayerFactory`, so that
-  loading can construct it again; a bare layer instance works for
-  training and `model.export`, but not for `.keras` files. The arguments
-  are `AsKerasBody.__init__`'s.
+  Initialization, modes, state and saving behave as `AsKerasBody` says;
+  its `__init__` gives the arguments. `.keras` files save and load it when
+  the layer is given as a `LayerFactory`.
   """
 
   def compute_output_spec(self, inputs, training=None):
