@@ -53,9 +53,7 @@ SHRINK = {
     # Reads a small stand-in for TFDS mnist (see _local_mnist) from
     # --data_dir; nothing is downloaded.
     'mlp_mnist': ['batcher.batch_size_per_device = 8',
-                  'batcher.eval_batch_size = 8',
-                  "data_streams.input_name = 'image'",
-                  "data_streams.target_name = 'label'"],
+                  'batcher.eval_batch_size = 8'],
 }
 
 
@@ -79,6 +77,19 @@ def _local_mnist(data_dir):
       name='mnist', version='3.0.1', features=features,
       split_datasets={'train': split(64), 'test': split(32)},
       data_dir=str(data_dir))
+  # TFDS's own mnist declares ('image', 'label') as its supervised keys, and
+  # Trax's config relies on them; an ad-hoc builder cannot declare them, so
+  # they are written into the prepared dataset's info file.
+  import glob  # pylint: disable=g-import-not-at-top
+  import json  # pylint: disable=g-import-not-at-top
+  for path in glob.glob(os.path.join(str(data_dir), 'mnist', '*',
+                                     'dataset_info.json')):
+    with open(path) as f:
+      info = json.load(f)
+    info['supervisedKeys'] = {'tuple': {'items': [
+        {'featureKey': 'image'}, {'featureKey': 'label'}]}}
+    with open(path, 'w') as f:
+      json.dump(info, f)
 
 
 def _run_trainer(*flags):
