@@ -267,8 +267,9 @@ CASES = [
          _loop_run(_batch(2), checkpoint_low_metric='lozz'), ValueError,
          r"Loop: checkpoint_low_metric='lozz' is not a metric of the "
          r'eval_tasks'),
-    Case('loop_stream_yields_array_not_tuple', _loop_of_arrays, LayerError,
-         r'Serial: expects 3 inputs \(a tuple of 3 arrays\) but got 1'),
+    Case('loop_stream_yields_array_not_tuple', _loop_of_arrays, ValueError,
+         r'TrainTask: its labeled_data gives 1 array\(s\) per batch, but the '
+         r'model followed by WeightedCategoryCrossEntropy takes 3 inputs'),
     Case('loop_float_labels', _loop_run(_batch(2, y_dtype=F32)), LayerError,
          r'WeightedCategoryCrossEntropy: targets must be integer category '
          r'ids, got dtype float32'),

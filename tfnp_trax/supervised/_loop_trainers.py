@@ -57,6 +57,17 @@ def local_signature(batch, strategy):
       batch, (list, tuple)) else sig(batch)
 
 
+def _check_batch_feeds(signature, with_loss, loss_layer):
+  """Raises unless a batch has an array for every input of model + loss."""
+  n_given = len(signature) if isinstance(signature, (list, tuple)) else 1
+  if n_given < with_loss.n_in:
+    raise ValueError(
+        f'TrainTask: its labeled_data gives {n_given} array(s) per batch, but '
+        f'the model followed by {loss_layer.name} takes {with_loss.n_in} '
+        f'inputs. Make the stream yield tuples such as (inputs, targets, '
+        f'weights), e.g. with tfnp_trax.data.AddLossWeights().')
+
+
 class TaskTrainers:
   """One Trainer per TrainTask over a shared model body.
 
@@ -75,8 +86,9 @@ class TaskTrainers:
     self.trainers = []
     for task in tasks:
       with_loss = tl.Serial(model, task.loss_layer)
-      init_keeping(with_loss, model,
-                   local_signature(task.sample_batch, strategy), rng=rng)
+      signature = local_signature(task.sample_batch, strategy)
+      _check_batch_feeds(signature, with_loss, task.loss_layer)
+      init_keeping(with_loss, model, signature, rng=rng)
       self.models_with_loss.append(with_loss)
       self.trainers.append(trainer_lib.Trainer(
           with_loss, task.optimizer, strategy, jit_compile=jit_compile,
