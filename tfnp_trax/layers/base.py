@@ -22,6 +22,7 @@ from tfnp_trax.fastmath import transforms
 from tfnp_trax.layers import _diagnostics as diag
 from tfnp_trax.layers import _inputs
 from tfnp_trax.layers import _per_call
+from tfnp_trax.layers import _stack
 
 __all__ = ['Layer', 'PureLayer', 'Fn', 'LayerError', 'EMPTY_WEIGHTS',
            'EMPTY_STATE', 'GET_WEIGHTS_FROM_CACHE', 'GET_STATE_FROM_CACHE',
@@ -320,7 +321,7 @@ class Layer:
     """Fails early when a multi-input layer gets fewer inputs than n_in."""
     if self._n_in <= 1:
       return
-    size = len(x) if isinstance(x, (list, tuple)) else 1
+    size = _stack.stack_size(x)
     if size < self._n_in:
       raise ValueError(
           f'{self._name}: expects {self._n_in} inputs (a tuple of '

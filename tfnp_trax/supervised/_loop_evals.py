@@ -40,7 +40,7 @@ class MetricsFunction:
     self._n_model_inputs = model.n_in
     self._layer = tl.Serial(model, tl.Branch(*metrics))
     _loop_trainers.init_keeping(
-        self._layer, model,
+        self._layer,
         shapes.signature(tuple(onp.asarray(x) for x in sample_batch)))
     self._metric_weights = self._layer.weights[1]
     self._metric_state = self._layer.state[1]

@@ -21,28 +21,25 @@ from tfnp_trax.supervised import trainer as trainer_lib
 __all__ = ['TaskTrainers', 'init_keeping', 'local_signature']
 
 
-def init_keeping(combined, inner, input_signature, rng=None):
-  """Initializes `combined = Serial(inner, end)` as Trax's Loop does.
+def init_keeping(combined, input_signature, rng=None):
+  """Initializes `combined = Serial(model, end)` as Trax's Loop does.
 
-  `inner` (the model) keeps the weights a caller set or training produced,
-  and is initialized only if it has none. The end layer (a loss, or the
-  branch of metrics) is initialized on `inner`'s output signature, as
-  Trax's `_model_with_ends` does: its own forward does not run here, so a
-  loss whose check would refuse these shapes (Trax's `L2Loss` asserts
-  equal shapes) only fails when a step runs, as in Trax, and a restore
-  that fails first reports its own error.
+  The model keeps the weights a caller set or training produced, and is
+  initialized only if it has none. The end layer (a loss, or the branch of
+  metrics) is initialized on the model's output signature, as Trax's
+  `_model_with_ends` does: its own forward does not run here, so a loss
+  whose check would refuse these shapes (Trax's `L2Loss` asserts equal
+  shapes) only fails when a step runs, as in Trax, and a restore that
+  fails first reports its own error.
   """
-  inner_layer, end = combined.sublayers
-  if inner_layer is not inner:
-    raise ValueError('init_keeping: combined must be Serial(inner, end); '
-                     f'its first sublayer is {inner_layer.name}.')
+  model, end = combined.sublayers
   if rng is not None:
     combined.rng = rng  # Splits into the model's and the end layer's keys.
-  if not inner.initialized:
-    inner.init(input_signature)
-  end.init(inner.output_signature(input_signature))
-  combined.weights = (inner.weights, end.weights)
-  combined.state = (inner.state, end.state)
+  if not model.initialized:
+    model.init(input_signature)
+  end.init(model.output_signature(input_signature))
+  combined.weights = (model.weights, end.weights)
+  combined.state = (model.state, end.state)
 
 
 def local_signature(batch, strategy):
@@ -88,7 +85,7 @@ class TaskTrainers:
       with_loss = tl.Serial(model, task.loss_layer)
       signature = local_signature(task.sample_batch, strategy)
       _check_batch_feeds(signature, with_loss, task.loss_layer)
-      init_keeping(with_loss, model, signature, rng=rng)
+      init_keeping(with_loss, signature, rng=rng)
       self.models_with_loss.append(with_loss)
       self.trainers.append(trainer_lib.Trainer(
           with_loss, task.optimizer, strategy, jit_compile=jit_compile,
