@@ -63,12 +63,11 @@ def test_adam_in_place_matches_numpy(jit_compile, wd, clip):
   trainer = trainer_lib.Trainer(
       model, optimizers.Adam(0.03, weight_decay_rate=wd, clip_grad_norm=clip),
       jit_compile=jit_compile)
-  # A whole-step XLA program keeps the pure update (XLA fuses it); the
-  # NumPy reference holds on both paths.
-  if jit_compile is True:
-    assert trainer._fused is None
-  else:
-    assert trainer._fused.kind == 'adam'
+  # Without XLA the update runs in place; 'update' compiles the pure update
+  # with XLA and True the whole step (XLA fuses the update itself). The
+  # NumPy reference holds on every path.
+  assert trainer.step_program == {None: 'in_place', 'update': 'xla_update',
+                                  True: 'xla_step'}[jit_compile]
   for step in range(3):
     _, stats = trainer.one_step(batch, fastmath.random.get_prng(step), step)
   x, y = (np.asarray(a, np.float64) for a in batch)
@@ -99,7 +98,7 @@ def test_in_place_equals_tree_update_path():
       trainer.one_step(batch, fastmath.random.get_prng(step), step)
     results.append((fastmath.tree_flatten(trainer.model_weights),
                     fastmath.tree_flatten(trainer.slots)))
-  assert trainer._fused is None
+  assert trainer.step_program == 'tree_update'
   for a, b in zip(results[0][0] + results[0][1],
                   results[1][0] + results[1][1]):
     np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
@@ -110,7 +109,7 @@ def test_sgd_in_place_matches_numpy():
   model = _linear_model(batch)
   w, b = (np.asarray(a, np.float64) for a in model.weights[0])
   trainer = trainer_lib.Trainer(model, optimizers.SGD(0.1))
-  assert trainer._fused.kind == 'sgd'
+  assert trainer.step_program == 'in_place'
   x, y = (np.asarray(a, np.float64) for a in batch)
   for step in range(3):
     trainer.one_step(batch, fastmath.random.get_prng(step), step,
@@ -129,11 +128,13 @@ def test_other_optimizers_and_dtypes_use_tree_update():
 
   for opt in (optimizers.Adafactor(0.01), optimizers.Momentum(0.01),
               MyAdam(0.01)):
-    assert trainer_lib.Trainer(_linear_model(batch), opt)._fused is None
+    assert trainer_lib.Trainer(_linear_model(batch),
+                               opt).step_program == 'tree_update'
   model = _linear_model(batch)
   model.weights = fastmath.nested_map(lambda a: jnp.asarray(a, jnp.bfloat16),
                                       model.weights)
-  assert trainer_lib.Trainer(model, optimizers.Adam(0.01))._fused is None
+  assert trainer_lib.Trainer(
+      model, optimizers.Adam(0.01)).step_program == 'tree_update'
 
 
 def test_decay_passed_per_step_without_decay_is_an_error():
@@ -153,3 +154,41 @@ def test_unknown_hyperparameter_is_named():
                      r"hyperparameters of SGD \(it has \['learning_rate'\]"):
     trainer.one_step(batch, fastmath.random.get_prng(0), 0,
                      opt_params={'momentum': 0.9})
+
+
+@pytest.mark.parametrize('jit_compile', ['update', True])
+def test_fused_update_with_xla_is_refused(jit_compile):
+  batch = _batch()
+  with pytest.raises(ValueError, match=r'Trainer: fused_update=True updates '
+                     r'the variables in place without XLA, but '
+                     rf'jit_compile={jit_compile!r} compiles the update'):
+    trainer_lib.Trainer(_linear_model(batch), optimizers.Adam(0.01),
+                        jit_compile=jit_compile, fused_update=True)
+
+
+def test_fused_update_for_an_optimizer_without_one_is_refused():
+  batch = _batch()
+  with pytest.raises(ValueError, match=r'Trainer: fused_update=True, but '
+                     r'Momentum cannot update these variables in place'):
+    trainer_lib.Trainer(_linear_model(batch), optimizers.Momentum(0.01),
+                        fused_update=True)
+
+
+def test_unknown_jit_compile_is_refused():
+  batch = _batch()
+  with pytest.raises(ValueError, match=r"Trainer: jit_compile must be None, "
+                     r"False, True or 'update', got 'all'"):
+    trainer_lib.Trainer(_linear_model(batch), optimizers.Adam(0.01),
+                        jit_compile='all')
+
+
+@pytest.mark.parametrize('jit_compile,fused,program', [
+    (None, None, 'in_place'), (False, True, 'in_place'),
+    (None, False, 'tree_update'), ('update', None, 'xla_update'),
+    ('update', False, 'xla_update'), (True, None, 'xla_step'),
+    (True, False, 'xla_step')])
+def test_step_program_follows_the_table(jit_compile, fused, program):
+  batch = _batch()
+  trainer = trainer_lib.Trainer(_linear_model(batch), optimizers.SGD(0.1),
+                                jit_compile=jit_compile, fused_update=fused)
+  assert trainer.step_program == program

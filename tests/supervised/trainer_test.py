@@ -275,12 +275,12 @@ def test_flat_fast_call_equals_the_structured_call_bitwise():
   for step in range(4):
     rng = fastmath.random.get_prng(step)
     flat.one_step(batch, rng, step, learning_rate=0.01 / (1 + step))
-    structured._fast_flat = None  # pylint: disable=protected-access
+    structured._caller._flat = None  # pylint: disable=protected-access
     structured.one_step(batch, rng, step, learning_rate=0.01 / (1 + step))
     if step == 0:
-      inner = flat._fast_flat  # pylint: disable=protected-access
+      inner = flat._caller._flat  # pylint: disable=protected-access
       assert inner is not None
-      flat._fast_flat = lambda xs: calls.append(1) or inner(xs)  # pylint: disable=protected-access
+      flat._caller._flat = lambda xs: calls.append(1) or inner(xs)  # pylint: disable=protected-access
   assert len(calls) == 3 and flat.n_traces == 1
   for a, b in zip(fastmath.tree_flatten(flat.model_weights),
                   fastmath.tree_flatten(structured.model_weights)):
@@ -385,11 +385,11 @@ def test_default_hyperparameters_equal_the_same_values_passed_explicitly():
 
 def _spy_on_keys(trainer):
   """Records the key tensor each fast flat call of `trainer` receives."""
-  keys, inner = [], trainer._fast_flat  # pylint: disable=protected-access
+  keys, inner = [], trainer._caller._flat  # pylint: disable=protected-access
   def spy(flat):
     keys.append(flat[-2])
     return inner(flat)
-  trainer._fast_flat = spy  # pylint: disable=protected-access
+  trainer._caller._flat = spy  # pylint: disable=protected-access
   return keys
 
 

@@ -12,6 +12,7 @@ from distribute.collectives import pmean
 from distribute.collectives import psum
 from tfnp_trax.fastmath._numpy import numpy
 from tfnp_trax.fastmath import checks
+from tfnp_trax.fastmath import in_place
 from tfnp_trax.fastmath import linalg
 from tfnp_trax.fastmath import random
 from tfnp_trax.fastmath.abstract import abstract_eval
@@ -87,7 +88,7 @@ from tfnp_trax.fastmath.trees import tree_leaves
 from tfnp_trax.fastmath.trees import tree_unflatten
 
 __all__ = [
-    'numpy', 'checks', 'linalg', 'random', 'abstract_eval', 'Backend',
+    'numpy', 'checks', 'in_place', 'linalg', 'random', 'abstract_eval', 'Backend',
     'backend_name', 'set_backend', 'use_backend', 'after', 'cond',
     'fori_loop', 'scan', 'vmap',
     'device_count', 'device_put', 'local_device_count', 'avg_pool', 'conv',

@@ -13,21 +13,20 @@ from tfnp_trax.optimizers import adam
 from tfnp_trax.optimizers import base
 from tfnp_trax.optimizers import momentum
 from tfnp_trax.optimizers import rms_prop
-from tfnp_trax.optimizers import sgd
 from tfnp_trax.optimizers import sm3
 from tfnp_trax.optimizers.adafactor import Adafactor
 from tfnp_trax.optimizers.adam import Adam
 from tfnp_trax.optimizers.base import clip_grads
 from tfnp_trax.optimizers.base import l2_norm
 from tfnp_trax.optimizers.base import Optimizer
+from tfnp_trax.optimizers.base import SGD
 from tfnp_trax.optimizers.momentum import Momentum
 from tfnp_trax.optimizers.rms_prop import RMSProp
-from tfnp_trax.optimizers.sgd import SGD
 from tfnp_trax.optimizers.sm3 import MomentumType
 from tfnp_trax.optimizers.sm3 import SM3
 
 __all__ = [
-    'adafactor', 'adam', 'base', 'momentum', 'rms_prop', 'sgd', 'sm3',
+    'adafactor', 'adam', 'base', 'momentum', 'rms_prop', 'sm3',
     'Adafactor', 'Adam', 'clip_grads', 'l2_norm', 'Optimizer', 'Momentum',
     'RMSProp', 'SGD', 'MomentumType', 'SM3',
 ]

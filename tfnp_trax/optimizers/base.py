@@ -24,7 +24,7 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import _trees
 from tfnp_trax.optimizers import _validation
 
-__all__ = ['Optimizer', 'l2_norm', 'clip_grads']
+__all__ = ['Optimizer', 'SGD', 'l2_norm', 'clip_grads', 'sgd_update']
 
 
 def l2_norm(tree):
@@ -213,21 +213,8 @@ class Optimizer:
 
     grads_flat = [_trees.to_compute(g, like=w)
                   for g, w in zip(grads_flat, weights_flat)]
-    # Under XLA (elsewhere `ordered_after` returns its input): the weights
-    # are read for their norm only after every gradient exists, so after
-    # the backward pass's reads of them (scheduled beside the forward
-    # matmuls, the MLP's weight norm took 166 us on one thread, against 65
-    # us over both once ordered), and for the update only after the norm
-    # has read them. XLA can then write the new weights over the old in
-    # place instead of copying them first.
-    (grads_squares,) = fastmath.sums_of_squares([grads_flat])
-    weights_flat = fastmath.ordered_after(weights_flat, grads_squares)
-    (weights_squares,) = fastmath.sums_of_squares([weights_flat])
-    ordered = fastmath.ordered_after(weights_flat, weights_squares)
-    grads_norm = jnp.sqrt(grads_squares)
-    weights_norm = jnp.sqrt(weights_squares)
-    if self._clip_grad_norm is not None:
-      grads_flat = clip_grads(grads_flat, self._clip_grad_norm, grads_norm)
+    grads_flat, ordered, stats = self._norms_and_clipping(
+        grads_flat, weights_flat, in_place=False)
 
     new_weights_flat, new_slots = [], []
     for g, w, s in zip(grads_flat, ordered, slots):
@@ -239,14 +226,170 @@ class Optimizer:
     new_slots = tuple(new_slots)
     if store_slots:
       self._slots = new_slots
-    stats = {'gradients_l2': grads_norm, 'weights_l2': weights_norm}
     return new_weights, new_slots, stats
 
+  def _norms_and_clipping(self, grads_flat, weights_flat, in_place):
+    """The update's gradient and weight norms, read order and clipping.
 
-def __getattr__(name):
-  # Trax defines SGD in this module; ours lives in sgd.py (which imports this
-  # one), so `base.SGD` is resolved lazily to keep Trax's import path.
-  if name == 'SGD':
-    from tfnp_trax.optimizers import sgd  # pylint: disable=g-import-not-at-top
-    return sgd.SGD
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    The one home of what every update does before its per-weight math, for
+    both `tree_update` and `apply_in_place`.
+
+    Args:
+      grads_flat: the gradients, one per weight, in compute dtypes.
+      weights_flat: the weights before the update (arrays).
+      in_place: whether the caller writes variables in place (no XLA) or
+        computes new arrays (possibly under XLA); each orders the reads its
+        own way (below).
+
+    Returns:
+      `(grads, weights, stats)`: the gradients to apply (clipped when
+      `clip_grad_norm` is set), the weights to update from, and `{
+      'gradients_l2': norm before clipping, 'weights_l2': norm of the
+      weights passed in}`.
+    """
+    if in_place:
+      # One sum of squares per weight, so that each in-place write need
+      # wait only for the read of its own weight. Each gradient is used
+      # once every gradient exists (after the whole backward pass, so no
+      # update competes with the backward matmuls for the cores) and once
+      # its weight's sum of squares has read the old value (so TensorFlow
+      # need not copy the weight before writing it: it does while an
+      # earlier read is pending). The gradient norm and the rest of the
+      # weight norm run beside the updates, off the critical path. Against
+      # waiting for both whole norms: MLP +2.7%, LM +3.2% (bench/README.md).
+      weight_squares = fastmath.sums_of_squares([[w] for w in weights_flat])
+      (grads_squares,) = fastmath.sums_of_squares([grads_flat])
+      weights_squares = fastmath.in_place.add_n(weight_squares)
+      grads_flat = [fastmath.after(g, grads_flat + [square])
+                    for g, square in zip(grads_flat, weight_squares)]
+    else:
+      # Under XLA (elsewhere `ordered_after` returns its input): the weights
+      # are read for their norm only after every gradient exists, so after
+      # the backward pass's reads of them (scheduled beside the forward
+      # matmuls, the MLP's weight norm took 166 us on one thread, against
+      # 65 us over both once ordered), and for the update only after the
+      # norm has read them. XLA can then write the new weights over the old
+      # in place instead of copying them first.
+      (grads_squares,) = fastmath.sums_of_squares([grads_flat])
+      weights_flat = fastmath.ordered_after(weights_flat, grads_squares)
+      (weights_squares,) = fastmath.sums_of_squares([weights_flat])
+      weights_flat = fastmath.ordered_after(weights_flat, weights_squares)
+    grads_norm = jnp.sqrt(grads_squares)
+    stats = {'gradients_l2': grads_norm,
+             'weights_l2': jnp.sqrt(weights_squares)}
+    if self._clip_grad_norm is not None:
+      grads_flat = clip_grads(grads_flat, self._clip_grad_norm, grads_norm)
+    return grads_flat, weights_flat, stats
+
+  # In-place updates. An optimizer whose update TensorFlow can run as fused
+  # kernels on the variables themselves (see `fastmath.in_place`) says so
+  # with `supports_in_place` and implements `_apply_in_place`; a trainer
+  # asks the optimizer, never its class.
+
+  def supports_in_place(self, weight_vars, slot_vars):
+    """Whether `apply_in_place` can update these variables exactly.
+
+    True only where the in-place update computes what `tree_update` would,
+    up to float rounding. The base class has no in-place update.
+
+    Args:
+      weight_vars: the flat list of weight variables.
+      slot_vars: the flat list of slot variables, in `tree_init`'s order.
+    """
+    del weight_vars, slot_vars
+    return False
+
+  def check_in_place_opt_params(self, opt_params):
+    """Raises if per-step `opt_params` leave what the in-place step has.
+
+    A compiled in-place step may leave out work its initial
+    hyperparameters make unneeded (Adam without weight decay has no decay
+    ops); this refuses per-step values that would need it.
+    """
+    del opt_params
+
+  def apply_in_place(self, step, grads, weights, weight_vars, slot_vars,
+                     opt_params):
+    """Updates weight and slot variables in place; returns `(stats, ops)`.
+
+    The same update as `tree_update`, with the same norms and clipping,
+    written by fused kernels. Call it only where `supports_in_place` is
+    True, inside a traced function (a replica context under a strategy).
+
+    Args:
+      step: int32 step number (0-based), a tensor.
+      grads: flat list of gradients, one per weight variable, all-reduced.
+      weights: the weight values read at the start of the step (for
+        `weights_l2` and the read ordering).
+      weight_vars: the flat list of weight variables.
+      slot_vars: the flat list of slot variables.
+      opt_params: dict of float32 scalar tensors.
+
+    Returns:
+      `{'gradients_l2', 'weights_l2'}` as `tree_update` returns them, and
+      the list of write ops (for control dependencies).
+    """
+    grads, _, stats = self._norms_and_clipping(list(grads), list(weights),
+                                               in_place=True)
+    return stats, self._apply_in_place(step, grads, weight_vars, slot_vars,
+                                       opt_params)
+
+  def _apply_in_place(self, step, grads, weight_vars, slot_vars, opt_params):
+    """The per-weight in-place writes; returns the list of write ops."""
+    raise NotImplementedError(
+        f'{type(self).__name__} has no in-place update; check '
+        f'supports_in_place first.')
+
+
+def _float32_variables(variables):
+  """Whether every variable is float32."""
+  return all(v.dtype == jnp.float32 for v in variables)
+
+
+def sgd_update(grads, weights, learning_rate):
+  """One SGD step on one array: `w' = w - lr * g`."""
+  return weights - learning_rate * grads  # Step against the gradient.
+
+
+class SGD(Optimizer):
+  """Stochastic gradient descent, without slots.
+
+  Update, with learning rate `lr` and gradient `g`:
+
+    w <- w - lr * g
+
+  As in Trax, SGD keeps no state: each weight's slot entry is None. On
+  float32 variables `apply_in_place` runs one fused kernel per weight.
+
+  Reference: Robbins & Monro (1951), "A Stochastic Approximation Method".
+
+  Example:
+
+  >>> from tfnp_trax.fastmath import numpy as jnp
+  >>> opt = SGD(learning_rate=0.1)
+  >>> w = jnp.ones((2,), jnp.float32)
+  >>> new_w, slots = opt.update(0, w, w, opt.init(w), opt.opt_params)
+  >>> new_w.numpy().tolist(), slots
+  ([0.8999999761581421, 0.8999999761581421], None)
+  """
+
+  def init(self, weights):
+    del weights
+    return None
+
+  def update(self, step, grads, weights, slots, opt_params):
+    del step, slots
+    new_weights = sgd_update(grads, weights, opt_params['learning_rate'])
+    return new_weights.astype(weights.dtype), None
+
+  def supports_in_place(self, weight_vars, slot_vars):
+    # The kernel computes this class's own update. A subclass may change
+    # `init`, `update` or `tree_update`, so it opts in by overriding this.
+    return (type(self) is SGD and bool(weight_vars) and not slot_vars and  # pylint: disable=unidiomatic-typecheck
+            _float32_variables(weight_vars))
+
+  def _apply_in_place(self, step, grads, weight_vars, slot_vars, opt_params):
+    del step, slot_vars
+    lr = opt_params['learning_rate']
+    return [fastmath.in_place.apply_gradient_descent(var, lr, g)
+            for var, g in zip(weight_vars, grads)]

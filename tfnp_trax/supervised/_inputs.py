@@ -4,27 +4,13 @@ import itertools
 
 import tensorflow as tf
 
+from tfnp_trax.supervised import _batches
+
 __all__ = ['InputStream']
 
 
 def _as_tuple(batch):
   return tuple(batch) if isinstance(batch, (list, tuple)) else (batch,)
-
-
-def _check_not_empty(batch, name):
-  """Refuses a batch with a leaf of leading size 0.
-
-  Loop would train on it without a word and log a loss of 0.0. Reads only
-  static shapes: distributed values (no single shape) pass unchecked.
-  """
-  shapes = [getattr(x, 'shape', None) for x in batch]
-  if any(s is not None and len(s) and s[0] == 0 for s in shapes):
-    shown = [None if s is None else tuple(s) for s in shapes]
-    raise ValueError(f'Loop: {name} gave an empty batch (leading size 0; '
-                     f'shapes {shown}); each batch needs at least one '
-                     f'example. Check the batch size and any filtering of '
-                     f'the stream.')
-  return batch
 
 
 class InputStream:
@@ -47,10 +33,8 @@ class InputStream:
     self._data = labeled_data
     self._pushed = []
     if isinstance(labeled_data, tf.data.Dataset):
-      ds = labeled_data.skip(position).prefetch(tf.data.AUTOTUNE)
-      if strategy.num_replicas_in_sync > 1:
-        ds = strategy.experimental_distribute_dataset(ds)
-      self._it = iter(ds)
+      self._it = _batches.BatchDistributor(strategy, 'Loop').iterate(
+          labeled_data, position)
       self.is_dataset = True
     else:
       it = iter(labeled_data)
@@ -87,4 +71,5 @@ class InputStream:
     batch = self._pushed.pop(0) if self._pushed else next(self._it)
     self.position += 1
     batch = _as_tuple(batch) if not self.is_dataset else tuple(batch)
-    return _check_not_empty(batch, self._name)
+    _batches.check_not_empty(batch, 'Loop', self._name)
+    return batch

@@ -26,6 +26,7 @@ from distribute import collectives
 from tfnp_trax import fastmath
 import tfnp_trax.layers as tl
 from tfnp_trax.layers import _stack
+from tfnp_trax.supervised import _batches
 from tfnp_trax.supervised import _variables
 from tfnp_trax.supervised._reversible_blocks import extract_reversible_blocks
 from tfnp_trax.supervised._reversible_blocks import init_reversible_blocks
@@ -410,8 +411,8 @@ class ReversibleSerialTrainer:
       if learning_rate is not None:
         p['learning_rate'] = learning_rate
       params.append({k: tf.constant(v, tf.float32) for k, v in p.items()})
-    batch = trainer_lib.split_batch(batch, self._strategy,
-                                    'ReversibleSerialTrainer')
+    batch = _batches.BatchDistributor(
+        self._strategy, 'ReversibleSerialTrainer').place(batch).values
     loss, stats = self._step_fn(batch, tf.convert_to_tensor(rng, tf.int32),
                                 tf.constant(step, tf.int32), params)
     # The layers get tensor snapshots of the variables, not NumPy copies, so

@@ -12,8 +12,9 @@ import tensorflow as tf
 
 from distribute import collectives
 from tfnp_trax import fastmath
-from tfnp_trax.supervised import _fused_updates
+from tfnp_trax.supervised import _batches
 from tfnp_trax.supervised import _precision
+from tfnp_trax.supervised import _step_calls
 from tfnp_trax.supervised import _variables
 
 __all__ = ['Trainer', 'mean_state', 'split_batch']
@@ -52,51 +53,7 @@ def split_batch(batch, strategy, owner, device=None):
     ValueError: for an empty batch (it would train silently with a loss of
       0.0) or one whose size does not divide by the replicas.
   """
-  n = strategy.num_replicas_in_sync
-  leaves = fastmath.tree_flatten(batch)
-  if any(len(getattr(x, 'shape', ())) and x.shape[0] == 0 for x in leaves):
-    shapes = [tuple(getattr(x, 'shape', ())) for x in leaves]
-    raise ValueError(f'{owner}: got an empty batch (leading size 0; leaf '
-                     f'shapes {shapes}); every batch needs at least one '
-                     f'example.')
-  if n == 1:
-    return _to_tensors(batch, device)
-  for x in leaves:
-    if x.shape[0] % n:
-      raise ValueError(f'{owner}: batch size {x.shape[0]} does not divide '
-                       f'by the {n} replicas; use a multiple of {n}.')
-
-  def value_fn(ctx):
-    i = ctx.replica_id_in_sync_group
-    return fastmath.nested_map(
-        lambda x: tf.convert_to_tensor(
-            x[i * (x.shape[0] // n):(i + 1) * (x.shape[0] // n)]), batch)
-  return strategy.experimental_distribute_values_from_function(value_fn)
-
-
-def _to_tensors(tree, device):
-  """`tree`'s host arrays as tensors: placed on `device`, or unplaced if None.
-
-  The Trainer passes a device only for one replica on a CPU (see
-  `Trainer.__init__`); elsewhere inputs convert as `tf.convert_to_tensor`
-  does.
-  """
-  if device is None:
-    return fastmath.nested_map(tf.convert_to_tensor, tree)
-  return fastmath.device_put(tree, device)
-
-
-def _flat_caller(concrete):
-  """Calls `concrete` on its flat input tensors, or None if TF can't.
-
-  `ConcreteFunction._call_flat` is TensorFlow's own path below the
-  argument binding; a TensorFlow without it gets None, and the caller uses
-  the ordinary call.
-  """
-  call_flat = getattr(concrete, '_call_flat', None)
-  if call_flat is None:
-    return None
-  return lambda flat: call_flat(flat, concrete.captured_inputs)
+  return _batches.BatchDistributor(strategy, owner, device).split(batch)
 
 
 # Key prefix of step outputs that carry state leaves whose shape changed.
@@ -129,8 +86,35 @@ class Trainer:
   """
 
   def __init__(self, model_with_loss, optimizer, strategy=None,
-               jit_compile=None, fused_update=True, precision=None):
+               jit_compile=None, fused_update=None, precision=None):
     """Creates variables for weights, slots and state under `strategy`.
+
+    What one step runs (`step_program` names it):
+
+    | jit_compile   | fused_update  | replicas | step_program  |
+    |---------------|---------------|----------|---------------|
+    | None or False | None or True  | any      | 'in_place' [1] |
+    | None or False | False         | any      | 'tree_update' |
+    | 'update'      | None or False | any      | 'xla_update'  |
+    | True          | None or False | 1        | 'xla_step'    |
+    | True          | None or False | > 1      | 'xla_update'  |
+    | True/'update' | True          | any      | ValueError    |
+
+    [1] 'in_place' where `optimizer.supports_in_place` the variables (Adam
+    and SGD on float32 weights); otherwise 'tree_update' with the default
+    fused_update=None, and a ValueError with fused_update=True.
+
+    * 'in_place': the optimizer writes weights and slots with one fused
+      kernel per weight (`Optimizer.apply_in_place`), no XLA.
+    * 'tree_update': the pure `optimizer.tree_update`, its results written
+      back, no XLA.
+    * 'xla_update': the same pure update compiled by XLA; the forward and
+      backward passes run without XLA (XLA cannot compile the collectives
+      of a multi-replica step on CPU).
+    * 'xla_step': forward, backward, update and the variable writes as one
+      XLA program.
+
+    Every program computes the same update up to float rounding.
 
     Args:
       model_with_loss: an initialized layer mapping a batch to a scalar loss.
@@ -139,20 +123,35 @@ class Trainer:
       jit_compile: True compiles the whole step with XLA (with several
         replicas, only the optimizer update); 'update' compiles just the
         optimizer update; None or False use no XLA.
-      fused_update: update Adam and SGD weights in place with one fused
-        kernel per weight (the default; same update as
-        `optimizer.tree_update` up to float rounding). False always runs
-        `tree_update` and writes its results back.
+      fused_update: None (the default) updates in place when the optimizer
+        supports it and no XLA compiles the update; True requires the
+        in-place update; False always runs `optimizer.tree_update`.
       precision: None or 'float32' trains in float32. 'bf16' (also
         'bfloat16', 'mixed_bfloat16') is Keras's mixed_bfloat16 policy: the
         step casts the float32 weights and the model's float32 inputs to
         bfloat16 and computes in bfloat16, while weights, optimizer slots
         and state stay float32 variables and the returned loss is float32.
+
+    Raises:
+      ValueError: for an uninitialized model, an unknown `jit_compile`, or
+        `fused_update=True` where the update cannot run in place.
     """
     if not model_with_loss.initialized:
       raise ValueError(
           'Trainer: model_with_loss is not initialized; call '
           'model_with_loss.init(shapes.signature(batch)) first.')
+    if jit_compile not in (None, False, True, 'update'):
+      raise ValueError(f"Trainer: jit_compile must be None, False, True or "
+                       f"'update', got {jit_compile!r}.")
+    if fused_update not in (None, False, True):
+      raise ValueError(f'Trainer: fused_update must be None, True or False, '
+                       f'got {fused_update!r}.')
+    if fused_update is True and jit_compile:
+      raise ValueError(
+          f'Trainer: fused_update=True updates the variables in place '
+          f'without XLA, but jit_compile={jit_compile!r} compiles the update '
+          f'with XLA; pass one of them (fused_update=None picks the in-place '
+          f'update whenever no XLA is asked for).')
     self._model = model_with_loss
     self._compute_dtype = _precision.resolve(precision, 'Trainer')
     self._n_model_inputs = _precision.model_inputs(model_with_loss)
@@ -177,17 +176,16 @@ class Trainer:
       device = first[0].device or ''
       if tf.DeviceSpec.from_string(device).device_type == 'CPU':
         self._input_device = device
-    # jit_compile=True compiles the whole step with XLA on one replica (XLA
-    # cannot compile the collectives of a multi-replica step on CPU, so
-    # there it compiles the optimizer update). 'update' compiles just the
-    # optimizer update: collective-free elementwise work that XLA fuses.
-    whole = jit_compile is True and self._strategy.num_replicas_in_sync == 1
+    self._batches = _batches.BatchDistributor(self._strategy, 'Trainer',
+                                              self._input_device)
+    self.step_program = self._choose_program(jit_compile, fused_update)
     # Under the default strategy the outer step is the XLA program itself:
     # a call runs the compiled executable directly, with no TF executor and
     # no function-call op around an inner XLA cluster (about 5% of the MLP
     # step, and a shorter first step; see bench/README.md).
-    outer_xla = (whole and not tf.distribute.has_strategy() and
-                 self._strategy is tf.distribute.get_strategy())
+    self._outer_xla = (self.step_program == 'xla_step' and
+                       not tf.distribute.has_strategy() and
+                       self._strategy is tf.distribute.get_strategy())
     # XLA updates a variable in place when nothing reads its old value after
     # the write; where no data path orders a read before the write, it
     # copies the variable first. Under XLA, `Optimizer.tree_update` reads
@@ -196,31 +194,51 @@ class Trainer:
     # `weights_l2` has read them: XLA need not copy them, and the norm's
     # read runs beside the update instead of competing with the forward
     # matmuls (see bench/README.md).
-    self._whole, self._outer_xla = whole, outer_xla
+    self._update_fn = (tf.function(self._update, autograph=False,
+                                   jit_compile=True)
+                       if self.step_program == 'xla_update' else self._update)
+    self.n_state_reshapes = 0
+    self.n_traces = 0
+    self._build_step()
+    self._unused_key = fastmath.random.get_prng(0)
+
+  def _choose_program(self, jit_compile, fused_update):
+    """The step program for these settings (see `__init__`)."""
+    if jit_compile is True and self._strategy.num_replicas_in_sync == 1:
+      # A whole-step XLA program fuses the pure update itself, and ran
+      # faster that way than with the fused kernels inside it.
+      return 'xla_step'
+    if jit_compile:
+      return 'xla_update'
+    if fused_update is False:
+      return 'tree_update'
+    if self._optimizer.supports_in_place(self._weights.variables,
+                                         self._slots.variables):
+      return 'in_place'
+    if fused_update is True:
+      raise ValueError(
+          f'Trainer: fused_update=True, but {type(self._optimizer).__name__} '
+          f'cannot update these variables in place (in-place updates exist '
+          f'for Adam and SGD on float32 weights); pass fused_update=None to '
+          f'run its tree_update.')
+    return 'tree_update'
+
+  def _build_step(self):
+    """Traces the step anew (at construction and after a state reshape)."""
     self._step_fn = tf.function(self._distributed_step, autograph=False,
-                                jit_compile=True if outer_xla else None)
-    # A whole-step XLA program fuses the pure update itself, and ran faster
-    # that way than with the fused kernels inside it, so it keeps the pure
-    # update (see bench/README.md).
-    self._fused = (_fused_updates.plan(
-        optimizer, self._weights.variables, self._slots.variables,
-        self._default_opt_params) if fused_update and not whole else None)
+                                jit_compile=True if self._outer_xla else None)
     # The whole-step XLA program also writes the variables, so XLA updates
     # them in place instead of returning new arrays to be copied in.
     self._write_fn = (tf.function(self._compute_and_write, autograph=False,
                                   jit_compile=True)
-                      if whole and not outer_xla
-                      else self._compute_and_write)
-    self.n_state_reshapes = 0
-    self._update_fn = (tf.function(self._update, autograph=False,
-                                   jit_compile=True)
-                       if jit_compile in (True, 'update') and not whole
-                       else self._update)
-    self.n_traces = 0
-    # The traced step for the last batch layout, called directly: this
-    # skips tf.function's per-call signature matching on the host.
-    self._fast_layout, self._fast_fn, self._fast_flat = None, None, None
-    self._unused_key = fastmath.random.get_prng(0)
+                      if self.step_program == 'xla_step' and
+                      not self._outer_xla else self._compute_and_write)
+    self._caller = _step_calls.StepCaller(self._step_fn)
+
+  @property
+  def _fast_fn(self):
+    """The concrete step function last called (for inspecting its graph)."""
+    return self._caller.concrete
 
   @property
   def strategy(self):
@@ -255,12 +273,7 @@ class Trainer:
     the old ones, is rebuilt once; steps that keep the shapes reuse it.
     """
     self.n_state_reshapes += 1
-    self._step_fn = tf.function(self._distributed_step, autograph=False,
-                                jit_compile=True if self._outer_xla else None)
-    if self._whole and not self._outer_xla:
-      self._write_fn = tf.function(self._compute_and_write, autograph=False,
-                                   jit_compile=True)
-    self._fast_layout, self._fast_fn, self._fast_flat = None, None, None
+    self._build_step()
 
   def _state_writes(self, new_state):
     """Writes of `new_state`, and the leaves whose shapes changed.
@@ -329,14 +342,14 @@ class Trainer:
     return loss, stats, new_weights, new_slots, mean_state(new_state)
 
   def _compute_in_place(self, batch, rng, step, opt_params):
-    """`_compute` with the fused optimizer writing the variables itself."""
+    """`_compute` with the optimizer writing the variables itself."""
     weights, state = self._weights.read(), self._state.read()
     (loss, new_state), grads = self._loss_and_grads(batch, rng, weights,
                                                     state)
     grads, loss = collectives.pmean((grads, loss))
-    stats, updates = self._fused.apply(
+    stats, updates = self._optimizer.apply_in_place(
         step, fastmath.tree_leaves(grads), fastmath.tree_leaves(weights),
-        opt_params)
+        self._weights.variables, self._slots.variables, opt_params)
     state_updates, reshaped = self._state_writes(mean_state(new_state))
     return _after(updates + state_updates, loss, dict(stats, **reshaped))
 
@@ -361,7 +374,7 @@ class Trainer:
       # skips the fold (its ops would be dead weight in every step).
       ctx = tf.distribute.get_replica_context()
       rng = fastmath.random.fold_in(rng, ctx.replica_id_in_sync_group)
-    if self._fused is not None:
+    if self.step_program == 'in_place':
       return self._compute_in_place(batch, rng, step, opt_params)
     return self._write_fn(batch, rng, step, opt_params)
 
@@ -384,7 +397,7 @@ class Trainer:
 
   def distribute_batch(self, batch):
     """Splits a host batch along axis 0 across the local replicas."""
-    return split_batch(batch, self._strategy, 'Trainer', self._input_device)
+    return self._batches.split(batch)
 
   def one_step(self, batch, rng, step, learning_rate=None, opt_params=None):
     """Runs one training step and returns `(loss, stats)` as host scalars.
@@ -414,8 +427,8 @@ class Trainer:
         params.update(opt_params)
       if learning_rate is not None:
         params['learning_rate'] = learning_rate
-      if self._fused is not None and opt_params:
-        self._fused.check_opt_params(params)
+      if self.step_program == 'in_place' and opt_params:
+        self._optimizer.check_in_place_opt_params(params)
       unknown = sorted(set(params) - set(self._default_opt_params))
       if unknown:
         raise ValueError(
@@ -423,11 +436,7 @@ class Trainer:
             f'of {type(self._optimizer).__name__} (it has '
             f'{sorted(self._default_opt_params)}).')
     hparams = self._pack_hparams(step, params)
-    if not isinstance(batch, tf.distribute.DistributedValues) and not (
-        isinstance(batch, tuple) and batch and isinstance(
-            batch[0], tf.distribute.DistributedValues)):
-      batch = self.distribute_batch(batch)
-    loss, stats = self._call_step(batch, rng, hparams)
+    loss, stats = self._caller(self._batches.place(batch), rng, hparams)
     if any(k.startswith(_NEW_STATE) for k in stats):
       reshaped = {int(k[len(_NEW_STATE):]): stats.pop(k)
                   for k in list(stats) if k.startswith(_NEW_STATE)}
@@ -436,52 +445,6 @@ class Trainer:
     return loss, stats
 
   def _pack_hparams(self, step, params):
-    """The step number and hyperparameters as one float64 tensor.
-
-    One new input tensor per call instead of two, placed on the weights'
-    device as it is made: each fresh input, and more so an unplaced one,
-    makes a call of the compiled step measurably dearer. float64 holds the
-    step exactly (below 2**53; the step casts it to int32) and each float32
-    hyperparameter exactly.
-    """
-    as_int = int(step)
-    if as_int != step:
-      raise ValueError(f'Trainer.one_step: step must be an integer, got '
-                       f'{step!r}.')
-    step = as_int
-    if not -2**31 <= step < 2**31:
-      raise ValueError(f'Trainer.one_step: step {step} does not fit the '
-                       f'int32 step counter.')
-    packed = onp.array([step] + [onp.float32(params[k])
-                                 for k in self._default_opt_params],
-                       onp.float64)
-    return _to_tensors(packed, self._input_device)
-
-  def _call_step(self, batch, rng, hparams):
-    """Runs the compiled step, reusing its traced graph when it can."""
-    if (isinstance(batch, tf.distribute.DistributedValues) or
-        not isinstance(batch, tuple) or tf.config.functions_run_eagerly()):
-      return self._step_fn(batch, rng, hparams)
-    leaves = tf.nest.flatten(batch)
-    layout = (len(batch), len(leaves), getattr(rng, 'dtype', None),
-              tuple(getattr(rng, 'shape', ()))) + tuple(
-                  (type(x), tuple(getattr(x, 'shape', ())),
-                   getattr(x, 'dtype', None)) for x in leaves)
-    if layout == self._fast_layout:
-      flat = leaves + [rng, hparams]
-      if self._fast_flat is not None and all(
-          isinstance(x, tf.Tensor) for x in flat):
-        # The layout check above has matched every input's type, shape and
-        # dtype to the trace, so the traced function is called on the flat
-        # tensors directly, without re-binding the nested arguments (about
-        # 0.1 ms of host time per step).
-        return self._fast_flat(flat)
-      try:
-        return self._fast_fn(batch, rng, hparams)
-      except TypeError:
-        pass  # A difference this check does not see: trace as usual.
-    out = self._step_fn(batch, rng, hparams)
-    self._fast_fn = self._step_fn.get_concrete_function(batch, rng, hparams)
-    self._fast_flat = _flat_caller(self._fast_fn)
-    self._fast_layout = layout
-    return out
+    """The step number and hyperparameters as one placed float64 tensor."""
+    return _step_calls.pack_hparams(step, params, self._default_opt_params,
+                                    self._input_device, 'Trainer')
