@@ -15,7 +15,7 @@ import pytest
 
 from tests import _subprocess
 from tfnp_trax.rl import presets
-from tfnp_trax.supervised import run_bookkeeping
+from tfnp_trax.supervised.loop import bookkeeping
 
 
 def _agent(out, **kwargs):
@@ -49,7 +49,7 @@ def test_sigterm_finishes_the_epoch_saves_and_raises_preempted(tmp_path):
     return real(batch)
   agent.train_epoch = train_epoch
   before = signal.getsignal(signal.SIGTERM)
-  with pytest.raises(run_bookkeeping.Preempted,
+  with pytest.raises(bookkeeping.Preempted,
                      match=r'PPO: received SIGTERM; stopped after step 2 and '
                      r'saved checkpoint \S+/checkpoints/ckpt-2\.') as info:
     agent.run(5)

@@ -13,7 +13,7 @@ from tfnp_trax import optimizers
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 import tfnp_trax.layers as tl
-from tfnp_trax.supervised import _loop_evals
+from tfnp_trax.supervised.loop import evals as evals_lib
 from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import trainer as trainer_lib
 from tfnp_trax.supervised import training
@@ -187,7 +187,7 @@ def test_metrics_function_runs_the_model_in_bf16():
   logits = np.asarray(batch[0], np.float64) @ w + b
   values = {}
   for precision in (None, 'bf16'):
-    fn = _loop_evals.MetricsFunction(
+    fn = evals_lib.MetricsFunction(
         model, [tl.WeightedCategoryCrossEntropy()], batch,
         precision=precision)
     (ce,) = fn(batch, model.weights, model.state)

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import distribute
 from tfnp_trax.supervised import checkpoints
-from tfnp_trax.supervised import run_bookkeeping
+from tfnp_trax.supervised.loop import bookkeeping
 
 
 def _leave_a_killed_write(output_dir):
@@ -18,7 +18,7 @@ def _leave_a_killed_write(output_dir):
 
 
 def _books(output_dir):
-  books = run_bookkeeping.RunBookkeeping('PPO', str(output_dir))
+  books = bookkeeping.RunBookkeeping('PPO', str(output_dir))
   books.track({'weights': [tf.Variable(np.ones(2, np.float32))]},
               {'weights': [('w', [2])]})
   return books
@@ -43,7 +43,7 @@ def test_other_workers_leave_the_chiefs_temp_folders_alone(
 def test_keep_checkpoints_names_the_owner(tmp_path):
   with pytest.raises(ValueError, match=r'PPO: keep_checkpoints must be an '
                      r'integer >= 0 .*got -3'):
-    run_bookkeeping.RunBookkeeping('PPO', str(tmp_path), keep_checkpoints=-3)
+    bookkeeping.RunBookkeeping('PPO', str(tmp_path), keep_checkpoints=-3)
 
 
 def test_output_dir_that_is_a_file_names_the_owner(tmp_path):
@@ -52,4 +52,4 @@ def test_output_dir_that_is_a_file_names_the_owner(tmp_path):
   with pytest.raises(checkpoints.CheckpointWriteError,
                      match=r"PPO: output_dir '.*f' must be a writable "
                      r'folder'):
-    run_bookkeeping.RunBookkeeping('PPO', str(path))
+    bookkeeping.RunBookkeeping('PPO', str(path))

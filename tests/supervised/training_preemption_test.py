@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tests import _subprocess
-from tfnp_trax.supervised import run_bookkeeping
+from tfnp_trax.supervised.loop import bookkeeping
 from tfnp_trax.supervised import training
 
 _ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
@@ -181,7 +181,7 @@ def test_sigint_in_process_raises_preempted_naming_the_checkpoint(tmp_path):
                             n_steps_per_checkpoint=100)
   loop = training.Loop(_model(), task, output_dir=str(tmp_path),
                        callbacks=[Interrupt])
-  with pytest.raises(run_bookkeeping.Preempted,
+  with pytest.raises(bookkeeping.Preempted,
                      match=r'Loop: received SIGINT; stopped after step 3 and '
                      r'saved checkpoint .*ckpt-3\. Run again') as info:
     loop.run(10)

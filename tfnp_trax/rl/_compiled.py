@@ -6,7 +6,7 @@ tensors, so updating them never retraces.
 
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.supervised import _loop_evals
+from tfnp_trax.supervised.loop import evals as evals_lib
 
 __all__ = ['Forward', 'PolicySampler', 'Metrics', 'as_tensors']
 
@@ -85,7 +85,7 @@ class Metrics:
 
   def __init__(self, model, metrics, sample_batch, jit_compile=True):
     self.names = list(metrics)
-    self._fn = _loop_evals.MetricsFunction(
+    self._fn = evals_lib.MetricsFunction(
         model, list(metrics.values()), sample_batch, jit_compile=jit_compile)
 
   def __call__(self, batch, weights, state):

@@ -22,7 +22,7 @@ from tfnp_trax import shapes
 from tfnp_trax.rl import _compiled
 from tfnp_trax.rl import distributions
 from tfnp_trax.supervised import _naming
-from tfnp_trax.supervised import run_bookkeeping
+from tfnp_trax.supervised.loop import bookkeeping
 from tfnp_trax.supervised import trainer as trainer_lib
 
 __all__ = ['Agent']
@@ -76,7 +76,7 @@ class Agent:
     self._eval_temperatures = tuple(eval_temperatures)
     self._seed = int(random_seed)
     self._strategy = strategy or tf.distribute.get_strategy()
-    self._books = run_bookkeeping.RunBookkeeping(
+    self._books = bookkeeping.RunBookkeeping(
         type(self).__name__, output_dir, self._strategy, keep_checkpoints,
         checkpoint_errors)
     self._jit_compile = jit_compile

@@ -22,8 +22,8 @@ import numpy as onp
 import tensorflow as tf
 
 from tfnp_trax import fastmath
-from tfnp_trax.supervised import _loop_evals
-from tfnp_trax.supervised import _loop_logging as logs
+from tfnp_trax.supervised.loop import evals as evals_lib
+from tfnp_trax.supervised.loop import logs
 from tfnp_trax.supervised import training
 
 __all__ = ['Trainer', 'epochs']
@@ -188,7 +188,7 @@ class Trainer:
     self._train_eval_stream = iter(self._inputs.train_eval_stream(n))
     self._eval_stream = iter(self._inputs.eval_stream(n))
     if self._metrics_fn is None:
-      self._metrics_fn = _loop_evals.MetricsFunction(
+      self._metrics_fn = evals_lib.MetricsFunction(
           self._model_eval, self._metric_layers,
           next(iter(self._inputs.train_stream(1))))
 

@@ -4,7 +4,7 @@ Loop trains a model on one or more TrainTasks (sharing the model body),
 runs EvalTasks, writes TensorBoard summaries, keeps a History, and writes
 atomic checkpoints it resumes from exactly. The step counter, History,
 summaries, checkpoints, the chief-only rule and preemption handling live in
-`run_bookkeeping.RunBookkeeping`, which the RL trainers share.
+`bookkeeping.RunBookkeeping`, which the RL trainers share.
 """
 
 import contextlib
@@ -18,18 +18,18 @@ import tensorflow as tf
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.layers import weight_files
-from tfnp_trax.supervised import _inputs
-from tfnp_trax.supervised import _loop_checkpointing as ckpt_lib
-from tfnp_trax.supervised import _loop_evals
-from tfnp_trax.supervised import _loop_logging as logs
-from tfnp_trax.supervised import _loop_progress
-from tfnp_trax.supervised import _loop_resume
-from tfnp_trax.supervised import _loop_reversible
-from tfnp_trax.supervised import _loop_tasks
-from tfnp_trax.supervised import _loop_trainers
+from tfnp_trax.supervised.loop import inputs as inputs_lib
+from tfnp_trax.supervised.loop import checkpointing as ckpt_lib
+from tfnp_trax.supervised.loop import evals as evals_lib
+from tfnp_trax.supervised.loop import logs
+from tfnp_trax.supervised.loop import progress as progress_lib
+from tfnp_trax.supervised.loop import resume as resume_lib
+
+from tfnp_trax.supervised.loop import tasks as tasks_lib
+from tfnp_trax.supervised.loop import task_trainers as trainers_lib
 from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import checkpoints
-from tfnp_trax.supervised import run_bookkeeping
+from tfnp_trax.supervised.loop import bookkeeping
 from tfnp_trax.supervised import trax_checkpoints
 
 __all__ = ['TrainTask', 'EvalTask', 'Loop', 'LossIsNotFiniteError',
@@ -40,9 +40,9 @@ __all__ = ['TrainTask', 'EvalTask', 'Loop', 'LossIsNotFiniteError',
 pickle_to_file = weight_files.pickle_to_file
 unpickle_from_file = weight_files.unpickle_from_file
 
-TrainTask = _loop_tasks.TrainTask
-EvalTask = _loop_tasks.EvalTask
-Preempted = run_bookkeeping.Preempted
+TrainTask = tasks_lib.TrainTask
+EvalTask = tasks_lib.EvalTask
+Preempted = bookkeeping.Preempted
 
 
 class LossIsNotFiniteError(FloatingPointError):
@@ -180,13 +180,13 @@ class Loop:
     self._eval_tasks = list(eval_tasks)
     self._model = model
     self._eval_model = eval_model or model
-    self._strategy = _loop_resume.resolve_strategy(strategy, n_devices)
+    self._strategy = resume_lib.resolve_strategy(strategy, n_devices)
     if adasum and self._strategy.num_replicas_in_sync > 1:
       raise NotImplementedError(
           f'Loop: adasum=True (adaptive summation) is not supported with '
           f'{self._strategy.num_replicas_in_sync} replicas; gradients are '
           f'averaged. Pass adasum=False.')
-    self._books = run_bookkeeping.RunBookkeeping(
+    self._books = bookkeeping.RunBookkeeping(
         'Loop', output_dir, self._strategy, keep_checkpoints,
         checkpoint_errors)
     self._seed = _init_random_number_generators(random_seed)
@@ -221,7 +221,7 @@ class Loop:
           f'use_memory_efficient_trainer=True (the reversible trainer runs '
           f'in float32); pass precision=None or use the standard trainer.')
     if use_memory_efficient_trainer:
-      self._trainers = _loop_reversible.ReversibleTaskTrainers(
+      self._trainers = trainers_lib.ReversibleTaskTrainers(
           model, tasks, self._strategy, self._rng,
           loss_chunk_size=loss_chunk_size, adasum=adasum,
           jit_compile=jit_compile)
@@ -230,29 +230,29 @@ class Loop:
         logs.log(f'Loop: loss_chunk_size={loss_chunk_size} only applies '
                  f'with use_memory_efficient_trainer, as in Trax; ignored.',
                  stdout=False)
-      self._trainers = _loop_trainers.TaskTrainers(
+      self._trainers = trainers_lib.TaskTrainers(
           model, tasks, self._strategy, self._rng, jit_compile=jit_compile,
           precision=precision)
-    self._streams = [_inputs.InputStream(t.labeled_data, self._strategy)
+    self._streams = [inputs_lib.InputStream(t.labeled_data, self._strategy)
                      for t in tasks]
-    self._evaluators = [_loop_evals.Evaluator(self._eval_model, t,
+    self._evaluators = [evals_lib.Evaluator(self._eval_model, t,
                                               precision=precision)
                         for t in self._eval_tasks]
     self._train_writers = [self._books.summary_writer(d) for d in
-                           logs.task_dirs(self._output_dir, tasks, 'train')]
+                           logs.task_dirs(self._books.output_dir, tasks, 'train')]
     self._eval_writers = [self._books.summary_writer(d) for d in
-                          logs.task_dirs(self._output_dir, self._eval_tasks,
+                          logs.task_dirs(self._books.output_dir, self._eval_tasks,
                                          'eval')]
     self._loop_vars = ckpt_lib.LoopVariables(self._strategy, len(tasks),
                                              self._seed)
     self._variables, self._shapes = ckpt_lib.variable_groups(
         self._trainers, self._loop_vars)
     self._keep_checkpoints = keep_checkpoints
-    self._progress = _loop_progress.Progress()
+    self._progress = progress_lib.Progress()
     self._trax_checkpoint_files = trax_checkpoint_files
-    if self._output_dir is not None:
-      if self._is_chief and trax_checkpoint_files:
-        trax_checkpoints.remove_partial_writes(self._output_dir)
+    if self._books.output_dir is not None:
+      if self._books.is_chief and trax_checkpoint_files:
+        trax_checkpoints.remove_partial_writes(self._books.output_dir)
       self._books.track(self._variables, self._shapes)
       self.load_checkpoint()
     else:
@@ -260,27 +260,14 @@ class Loop:
                'None.', stdout=False)
     self._callbacks = [cls(self) for cls in (callbacks or [])]
 
-  # -- The run's bookkeeping, kept in self._books ------------------------------
-  def _get_step(self):
-    return self._books.step
-
+  # -- Properties (Trax's) ----------------------------------------------------
   def _set_step(self, step):
     self._books.step = step
 
-  _step = property(_get_step, _set_step)
-
-  def _get_history(self):
-    return self._books.history
-
-  def _set_history(self, history):
-    self._books.history = history
-
-  _history = property(_get_history, _set_history)
-  _is_chief = property(lambda self: self._books.is_chief)
-  _output_dir = property(lambda self: self._books.output_dir)
-  _ckpt = property(lambda self: self._books.manager)
-
-  # -- Properties (Trax's) ----------------------------------------------------
+  # Trax's attribute, which subclasses read and write (`self._step += 1` in
+  # the `run` of Trax's early-stopping example); the count lives in the
+  # run's bookkeeping.
+  _step = property(lambda self: self._books.step, _set_step)
   step = property(lambda self: self._books.step,
                   doc='The number of training steps done so far.')
   history = property(lambda self: self._books.history,
@@ -296,12 +283,13 @@ class Loop:
   eval_model = property(lambda self: self._eval_model)
   tasks = property(lambda self: self._tasks)
   eval_tasks = property(lambda self: self._eval_tasks)
-  output_dir = property(lambda self: self._output_dir)
+  output_dir = property(lambda self: self._books.output_dir,
+                        doc='Where summaries and checkpoints go (or None).')
 
   @property
   def input_signature(self):
     """Per-replica signature of the first task's training batch."""
-    return _loop_trainers.local_signature(self._tasks[0].sample_batch,
+    return trainers_lib.local_signature(self._tasks[0].sample_batch,
                                           self._strategy)
 
   @property
@@ -345,16 +333,16 @@ class Loop:
       the ones `run` logs to; lists of None without an output_dir, as in
       Trax.
     """
-    if self._output_dir is None:
+    if self._books.output_dir is None:
       yield [None] * len(self._tasks), [None] * len(self._eval_tasks)
       self._sync_model()
       return
     self._train_writers = [
         self._books.summary_writer(d)
-        for d in logs.task_dirs(self._output_dir, self._tasks, 'train')]
+        for d in logs.task_dirs(self._books.output_dir, self._tasks, 'train')]
     self._eval_writers = [
         self._books.summary_writer(d)
-        for d in logs.task_dirs(self._output_dir, self._eval_tasks, 'eval')]
+        for d in logs.task_dirs(self._books.output_dir, self._eval_tasks, 'eval')]
     writers = self._train_writers + self._eval_writers
     try:
       yield list(self._train_writers), list(self._eval_writers)
@@ -369,17 +357,17 @@ class Loop:
       # Restored from a checkpoint written before its step's evals and
       # logs, as Trax writes them: those run now, from the saved sums and
       # on the eval batches an uninterrupted run would read.
-      logs.log(f'Running the evals and logs of step {self._step}, which '
+      logs.log(f'Running the evals and logs of step {self._books.step}, which '
                f'its checkpoint was written before.', stdout=False)
-      self._finish_step(self._step, self._which_task(self._step))
+      self._finish_step(self._books.step, self._which_task(self._books.step))
     if not progress.keep:  # Trax's run starts new sums; a resumed one not.
       progress.reset()
     progress.keep = False
     progress.start_time = time.time()
     for _ in range(n_steps):
-      prev_task_index = self._which_task(self._step)
-      self._step += 1
-      step = self._step
+      prev_task_index = self._which_task(self._books.step)
+      self._books.step += 1
+      step = self._books.step
       task_index = self._which_task(step)
       if task_index != prev_task_index:
         progress.reset_loss()
@@ -433,7 +421,7 @@ class Loop:
     nothing to copy and it is accepted only for that signature.
     """
     del task_changed  # The trainers share one set of model variables.
-    step = self._step
+    step = self._books.step
     for callback in self._callbacks:
       if callback.call_at(step):
         callback.on_step_begin(step)
@@ -475,7 +463,7 @@ class Loop:
     return self._at_best(self._checkpoint_high_metric, max)
 
   def _at_best(self, metric, best):
-    values = [float(v) for _, v in self._history.get('eval',
+    values = [float(v) for _, v in self._books.history.get('eval',
                                                      f'metrics/{metric}')]
     return bool(values) and values[-1] == best(values)
 
@@ -518,14 +506,14 @@ class Loop:
                              optimizer_metrics, summary_writer):
     n_steps = max(1, n_steps)
     logs.log('')
-    if self._step == 1:
+    if self._books.step == 1:
       n_weights = sum(int(onp.size(w)) for w in
                       fastmath.tree_leaves(self._model.weights))
       self._log_step(f'Total number of trainable weights: {n_weights}')
     self._log_step(f'Ran {n_steps} train steps in {elapsed_time:0.2f} secs')
     self.log_summary({task.loss_name: total_loss / n_steps}, summary_writer,
                      'metrics/', 'train')
-    values = {'learning_rate': task.learning_rate(self._step),
+    values = {'learning_rate': task.learning_rate(self._books.step),
               'steps per second': n_steps / max(elapsed_time, 1e-9)}
     values.update({k: v / n_steps for k, v in optimizer_metrics.items()})
     self.log_summary(values, summary_writer, 'training/', 'train',
@@ -542,20 +530,20 @@ class Loop:
       log_prefix: the history mode, e.g. 'train' or 'eval'.
       stdout: also print scalar values.
     """
-    write = self._is_chief and summary_writer is not None
+    write = self._books.is_chief and summary_writer is not None
     for name, value in values.items():
       full_name = value_prefix + name
       if onp.ndim(value) == 0:
         self._log_step(f'{log_prefix.ljust(5)} {name.rjust(self._rjust_len)}'
                        f' | {float(value): .8f}', stdout=stdout)
         if write:
-          summary_writer.scalar(full_name, value, self._step)
-      self._history.append(log_prefix, full_name, self._step, value)
+          summary_writer.scalar(full_name, value, self._books.step)
+      self._books.history.append(log_prefix, full_name, self._books.step, value)
     if write:
       summary_writer.flush()
 
   def _log_step(self, message, stdout=True):
-    logs.log(f'Step {self._step:6d}: {message}', stdout=stdout)
+    logs.log(f'Step {self._books.step:6d}: {message}', stdout=stdout)
 
   # -- Checkpoints ------------------------------------------------------------
   def save_checkpoint(self, basename='model'):
@@ -574,27 +562,27 @@ class Loop:
     Raises:
       CheckpointWriteError: the write failed (checkpoint_errors='raise').
     """
-    if self._ckpt is None:
+    if self._books.manager is None:
       logs.log('Did not save checkpoint as output_dir is None',
                stdout=False)
       return None
-    if not self._is_chief:
+    if not self._books.is_chief:
       return None
     if not self._trainers.all_finite():
       # The loss is computed before the update, so it can still look fine
       # at the step whose update overflowed; never checkpoint such weights.
       self._sync_model()
       raise LossIsNotFiniteError(
-          f'Loop: the weights became NaN or infinite at step {self._step}; '
+          f'Loop: the weights became NaN or infinite at step {self._books.step}; '
           f'training stopped before checkpointing them. The last good '
           f'checkpoint is kept. Lower the learning rate or set '
           f'clip_grad_norm on the optimizer.')
     self._trainers.broadcast()
-    self._loop_vars.step.assign(self._step)
+    self._loop_vars.step.assign(self._books.step)
     for var, stream in zip(self._loop_vars.positions, self._streams):
       var.assign(stream.position)
     self._loop_vars.seed.assign(self._seed)
-    permanent, name = ckpt_lib.checkpoint_name(basename, self._step)
+    permanent, name = ckpt_lib.checkpoint_name(basename, self._books.step)
     path = self._books.save(extra=self._checkpoint_extra(),
                             permanent=permanent, name=name)
     if path is not None:
@@ -613,28 +601,27 @@ class Loop:
         weights, self._eval_model.state)
     n_in = self._model.n_in
     checkpoint = trax_checkpoints.TraxCheckpoint(
-        step=self._step, flat_weights=flat_weights, flat_state=flat_state,
+        step=self._books.step, flat_weights=flat_weights, flat_state=flat_state,
         flat_eval_state=[onp.asarray(x) for x in flat_eval_state],
         slots_per_task=[[onp.asarray(x) for x in trax_checkpoints.flat_slots(
             t.slots)] for t in self._trainers.trainers],
-        history=self._history,
+        history=self._books.history,
         input_signature=shapes.signature(
             tuple(self._tasks[0].sample_batch)[:n_in]))
     try:
       trax_checkpoints.save(
-          self._output_dir, basename, checkpoint,
+          self._books.output_dir, basename, checkpoint,
           compresslevel=0 if self._use_memory_efficient_trainer else 2)
     except OSError as e:  # Disk full, read-only: as checkpoint_errors says.
       self._books.write_failed(checkpoints.CheckpointWriteError(
           f'could not write the Trax checkpoint files {basename}.* in '
-          f'{self._output_dir} ({e}).', self._output_dir, basename, str(e),
+          f'{self._books.output_dir} ({e}).', self._books.output_dir, basename, str(e),
           e.errno))
 
   def _checkpoint_extra(self):
     """The manifest's Loop entries: the running sums and eval positions."""
-    # pylint: disable-next=protected-access
-    positions = [e._stream.position for e in self._evaluators]
-    return {_loop_progress.KEY: self._progress.to_dict(positions)}
+    positions = [e.stream.position for e in self._evaluators]
+    return {progress_lib.KEY: self._progress.to_dict(positions)}
 
   def load_checkpoint(self, directory=None, filename=None):
     """Restores weights, slots, state, step, history and data positions.
@@ -649,7 +636,26 @@ class Loop:
     Returns:
       The restored step, or None if there was nothing to load.
     """
-    return _loop_resume.load_checkpoint(self, directory, filename)
+    restored = resume_lib.load_checkpoint(self._resume_parts(), directory,
+                                          filename)
+    if restored is None:
+      return None
+    if restored.seed is not None:
+      self._seed = restored.seed
+    if restored.progress is not None:
+      self._progress = restored.progress
+    return restored.step
+
+  def _resume_parts(self):
+    return resume_lib.ResumeParts(
+        books=self._books, loop_vars=self._loop_vars, trainers=self._trainers,
+        train_streams=self._streams,
+        eval_streams=[e.stream for e in self._evaluators],
+        variables=self._variables, shapes=self._shapes,
+        keep_checkpoints=self._keep_checkpoints,
+        permanent_checkpoint_at=self._permanent_checkpoint_at,
+        sync_model=self._sync_model, save_trax_files=self._save_trax_files,
+        update_weights_and_state=self.update_weights_and_state)
 
 
 def _init_random_number_generators(seed=None):

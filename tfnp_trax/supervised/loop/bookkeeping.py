@@ -25,14 +25,14 @@ from absl import logging
 import tensorflow as tf
 
 import distribute
-from tfnp_trax.supervised import _preemption
+from tfnp_trax.supervised.loop import preemption
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import history as history_lib
 from tfnp_trax.supervised import summaries
 
 __all__ = ['RunBookkeeping', 'Preempted', 'CHECKPOINT_ERRORS']
 
-Preempted = _preemption.Preempted
+Preempted = preemption.Preempted
 CHECKPOINT_ERRORS = ('raise', 'warn')
 _PROBE = '.write-probe-'  # The file that shows output_dir is writable.
 
@@ -81,7 +81,7 @@ class RunBookkeeping:
     self.manager = None
     self._writers = []
     self._written = (None, [])  # (step, paths) saved at the newest step.
-    self._watch = _preemption.SignalWatch()
+    self._watch = preemption.SignalWatch()
     self._watching = False
 
   # -- Summaries ---------------------------------------------------------------

@@ -13,8 +13,8 @@ import tensorflow as tf
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
-from tfnp_trax.supervised import _inputs
-from tfnp_trax.supervised import _loop_trainers
+from tfnp_trax.supervised.loop import inputs as inputs_lib
+from tfnp_trax.supervised.loop import task_trainers as trainers_lib
 from tfnp_trax.supervised import _precision
 
 __all__ = ['Evaluator', 'MetricsFunction']
@@ -39,7 +39,7 @@ class MetricsFunction:
     self._compute_dtype = _precision.resolve(precision, 'MetricsFunction')
     self._n_model_inputs = model.n_in
     self._layer = tl.Serial(model, tl.Branch(*metrics))
-    _loop_trainers.init_keeping(
+    trainers_lib.init_keeping(
         self._layer,
         shapes.signature(tuple(onp.asarray(x) for x in sample_batch)))
     self._metric_weights = self._layer.weights[1]
@@ -68,6 +68,11 @@ class Evaluator:
   Built as Trax builds it: the eval model gets the trained weights and the
   metric layers keep their own. `precision` is the Trainer's (see
   `MetricsFunction`), so evals see the numbers training computes.
+
+  Attributes:
+    stream: the `InputStream` of the task's batches (its position is
+      checkpointed, so a resumed run reads the batches an uninterrupted
+      one would).
   """
 
   def __init__(self, eval_model, eval_task, precision=None):
@@ -78,7 +83,7 @@ class Evaluator:
                                precision=precision) if eval_task.metrics else (
                                    lambda batch, weights, state: ())
     # Eval batches are read on the host and run unreplicated.
-    self._stream = _inputs.InputStream(eval_task.labeled_data,
+    self.stream = inputs_lib.InputStream(eval_task.labeled_data,
                                        tf.distribute.get_strategy())
 
   def evaluate(self, weights, state):
@@ -86,7 +91,7 @@ class Evaluator:
     sums = onp.zeros(len(self._task.metrics))
     for _ in range(self._task.n_eval_batches):
       try:
-        batch = next(self._stream)
+        batch = next(self.stream)
       except StopIteration as e:
         raise RuntimeError(
             f'EvalTask: the eval data ran out; it must yield '

@@ -1,23 +1,28 @@
-"""Loop set-up and restore: strategy, trainers, checkpoint loading.
+"""Loop set-up and restore: the strategy, and loading checkpoints.
 
-The chief-only rule lives in `distribute.is_chief`; the step, History and
-checkpoint manager in `run_bookkeeping.RunBookkeeping` (`loop._books`).
+`load_checkpoint` is given what it restores (`ResumeParts`) instead of
+reading a Loop's attributes: the run's bookkeeping (step, History and
+checkpoint manager, `bookkeeping.RunBookkeeping`), the Loop's counters, its
+trainers and data streams, and the Loop actions it calls back. It returns
+what it restored (`Restored`), which the Loop keeps.
 """
 
+import dataclasses
 import os
+from typing import Any, Callable, List, Optional
 import warnings
 
 import tensorflow as tf
 
 from tfnp_trax import fastmath
-from tfnp_trax.supervised import _loop_checkpointing as ckpt_lib
-from tfnp_trax.supervised import _loop_logging as logs
-from tfnp_trax.supervised import _loop_progress
+from tfnp_trax.supervised.loop import checkpointing as ckpt_lib
+from tfnp_trax.supervised.loop import logs
+from tfnp_trax.supervised.loop import progress as progress_lib
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import history as history_lib
 from tfnp_trax.supervised import trax_checkpoints
 
-__all__ = ['resolve_strategy', 'load_checkpoint']
+__all__ = ['ResumeParts', 'Restored', 'resolve_strategy', 'load_checkpoint']
 
 
 def resolve_strategy(strategy, n_devices):
@@ -41,8 +46,55 @@ def resolve_strategy(strategy, n_devices):
   return strategy
 
 
-def _fast_forward(loop, positions):
-  for stream, position in zip(loop._streams, positions):  # pylint: disable=protected-access
+@dataclasses.dataclass
+class ResumeParts:
+  """What `load_checkpoint` reads and restores, and whom it calls back.
+
+  Attributes:
+    books: the run's `RunBookkeeping` (step, History, checkpoint manager).
+    loop_vars: the Loop's `checkpointing.LoopVariables`.
+    trainers: the Loop's task trainers (`task_trainers`).
+    train_streams: one `InputStream` per TrainTask.
+    eval_streams: one `InputStream` per EvalTask.
+    variables: the checkpointed variable groups (`variable_groups`).
+    shapes: their manifest of names and shapes.
+    keep_checkpoints: how many rotating checkpoints a manager keeps.
+    permanent_checkpoint_at: step -> bool, the Loop's permanent rule.
+    sync_model: copies the trained weights into the model layers.
+    save_trax_files: basename -> None, writes Trax's checkpoint files.
+    update_weights_and_state: (weights, state) -> None, sets the model's.
+  """
+  books: Any
+  loop_vars: Any
+  trainers: Any
+  train_streams: List[Any]
+  eval_streams: List[Any]
+  variables: Any
+  shapes: Any
+  keep_checkpoints: int
+  permanent_checkpoint_at: Callable[[int], bool]
+  sync_model: Callable[[], None]
+  save_trax_files: Callable[[str], None]
+  update_weights_and_state: Callable[..., None]
+
+
+@dataclasses.dataclass
+class Restored:
+  """What a load restored, beyond what it wrote into the parts.
+
+  Attributes:
+    step: the restored step.
+    seed: the run's random seed (None from a Trax checkpoint).
+    progress: the running sums of the restored step (None from a Trax
+      checkpoint).
+  """
+  step: int
+  seed: Optional[int] = None
+  progress: Any = None
+
+
+def _fast_forward(streams, positions):
+  for stream, position in zip(streams, positions):
     try:
       stream.fast_forward(position)
     except ValueError:
@@ -53,30 +105,30 @@ def _fast_forward(loop, positions):
       warnings.warn(msg, RuntimeWarning, stacklevel=4)
 
 
-def _manager(loop, directory):
+def _manager(parts, directory):
   """The CheckpointManager reading `directory` (a Loop output_dir)."""
-  # pylint: disable=protected-access
-  if loop._ckpt is not None and os.path.abspath(directory) == os.path.abspath(
-      loop._output_dir):
-    return loop._ckpt
+  books = parts.books
+  if books.manager is not None and os.path.abspath(
+      directory) == os.path.abspath(books.output_dir):
+    return books.manager
   found = ckpt_lib.find_checkpoint_dir(directory)
   if found is None:
     return None
   # A reader: that folder's writer may be running, so it is left alone.
-  return checkpoints.CheckpointManager(found, loop._variables, loop._shapes,
-                                       keep=loop._keep_checkpoints,
+  return checkpoints.CheckpointManager(found, parts.variables, parts.shapes,
+                                       keep=parts.keep_checkpoints,
                                        writer=False)
 
 
-def load_checkpoint(loop, directory, filename):
-  """Loop.load_checkpoint (see there)."""
-  # pylint: disable=protected-access
-  directory = directory or loop._output_dir
+def load_checkpoint(parts, directory, filename):
+  """Loop.load_checkpoint (see there); returns a `Restored` or None."""
+  books = parts.books
+  directory = directory or books.output_dir
   if directory is None:
     logs.log('Not loading as both directory and output_dir are None.',
              stdout=False)
     return None
-  manager = _manager(loop, directory)
+  manager = _manager(parts, directory)
   name = filename or 'model'
   found = _own_checkpoints(manager, name)
   # A Loop writes Trax's files beside its own checkpoints; its own ones
@@ -84,7 +136,7 @@ def load_checkpoint(loop, directory, filename):
   # files are read where they are all there is (a run of Trax itself).
   trax_path = trax_checkpoints.existing_checkpoint_file(directory, filename)
   if trax_path is not None and not found:
-    return _load_trax_checkpoint(loop, trax_path)
+    return _load_trax_checkpoint(parts, trax_path)
   if manager is None:
     logs.log(f'Not loading: no checkpoints in {directory}.', stdout=False)
     return None
@@ -103,25 +155,26 @@ def load_checkpoint(loop, directory, filename):
       ) from e
   if manifest is None:
     return None
-  variables = loop._loop_vars
-  loop._books.restore(manifest)
-  loop._step = int(variables.step.numpy())
-  loop._seed = int(variables.seed.numpy())
-  _fast_forward(loop, [int(v.numpy()) for v in variables.positions])
-  loop._progress, eval_positions = _loop_progress.Progress.from_dict(
-      manifest['extra'].get(_loop_progress.KEY))
-  _fast_forward_evals(loop, eval_positions)
-  loop._trainers.active = 0  # Checkpoints hold the same body in every task.
-  loop._sync_model()
-  logs.log(f'Resumed from {manifest["path"]} at step {loop._step}.')
-  if manager is loop._ckpt:
-    loop._books.recover_permanent(loop._permanent_checkpoint_at)
-    if loop._is_chief:
+  variables = parts.loop_vars
+  books.restore(manifest)
+  books.step = int(variables.step.numpy())
+  restored = Restored(step=books.step, seed=int(variables.seed.numpy()))
+  _fast_forward(parts.train_streams,
+                [int(v.numpy()) for v in variables.positions])
+  restored.progress, eval_positions = progress_lib.Progress.from_dict(
+      manifest['extra'].get(progress_lib.KEY))
+  _fast_forward_evals(parts.eval_streams, eval_positions)
+  parts.trainers.active = 0  # Checkpoints hold the same body in every task.
+  parts.sync_model()
+  logs.log(f'Resumed from {manifest["path"]} at step {books.step}.')
+  if manager is books.manager:
+    books.recover_permanent(parts.permanent_checkpoint_at)
+    if books.is_chief:
       # A kill may have come between the checkpoint and its Trax files.
-      loop._save_trax_files('model')
-      if loop._permanent_checkpoint_at(loop._step):
-        loop._save_trax_files(f'model_{loop._step}')
-  return loop._step
+      parts.save_trax_files('model')
+      if parts.permanent_checkpoint_at(books.step):
+        parts.save_trax_files(f'model_{books.step}')
+  return restored
 
 
 def _own_checkpoints(manager, name):
@@ -142,11 +195,9 @@ def _own_checkpoints(manager, name):
   return [p for p in candidates if os.path.isdir(p)]
 
 
-def _fast_forward_evals(loop, positions):
+def _fast_forward_evals(streams, positions):
   """Moves the eval streams to where the checkpointed run had read them."""
-  # pylint: disable=protected-access
-  for evaluator, position in zip(loop._evaluators, positions):
-    stream = evaluator._stream
+  for stream, position in zip(streams, positions):
     if position < stream.position:
       logs.log(f'Loop.load_checkpoint: the eval data is already past batch '
                f'{position}; evals go on from batch {stream.position}.',
@@ -155,12 +206,11 @@ def _fast_forward_evals(loop, positions):
     stream.fast_forward(position)
 
 
-def _load_trax_checkpoint(loop, path):
+def _load_trax_checkpoint(parts, path):
   """Starts from a Trax Loop checkpoint (model.pkl.gz and its .npy.gz)."""
-  # pylint: disable=protected-access
   loader = trax_checkpoints.load_trax_checkpoint
   d = loader(path)
-  weights, state = loop._trainers.model_weights_and_state()
+  weights, state = parts.trainers.model_weights_and_state()
   flat_w = ckpt_lib.match_by_shape(fastmath.tree_leaves(weights),
                                    list(d.flat_weights), 'weight')
   weights = fastmath.tree_unflatten(flat_w, weights)[0]
@@ -172,8 +222,8 @@ def _load_trax_checkpoint(loop, path):
     logs.log('Failed loading model state from checkpoint, loading weights '
              'only.')
   state = fastmath.tree_unflatten(flat_s, state)[0]
-  loop.update_weights_and_state(weights, state)
-  for trainer, slots in zip(loop._trainers.trainers,
+  parts.update_weights_and_state(weights, state)
+  for trainer, slots in zip(parts.trainers.trainers,
                             d.slots_per_task or []):
     current = trainer.slots
     ours = trax_checkpoints.flat_slots(current)
@@ -184,8 +234,8 @@ def _load_trax_checkpoint(loop, path):
       continue
     it = iter(matched)
     trainer.slots = fastmath.nested_map(lambda _: next(it), current)
-  loop._step = int(d.step)
-  loop._history = d.history or history_lib.History()
-  loop._sync_model()
-  logs.log(f'Loaded the Trax checkpoint {path} at step {loop._step}.')
-  return loop._step
+  parts.books.step = int(d.step)
+  parts.books.history = d.history or history_lib.History()
+  parts.sync_model()
+  logs.log(f'Loaded the Trax checkpoint {path} at step {parts.books.step}.')
+  return Restored(step=parts.books.step)
