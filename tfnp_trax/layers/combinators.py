@@ -4,6 +4,7 @@ from tfnp_trax import _reexport
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.fastmath import random as frandom
 from tfnp_trax.layers import _stack
+from tfnp_trax.layers import _layer_lists
 from tfnp_trax.layers import base
 from tfnp_trax.layers._stack import inputs_from_stack
 from tfnp_trax.layers._stack import outputs_onto_stack
@@ -37,7 +38,7 @@ class Serial(base.Layer):
   """
 
   def __init__(self, *sublayers, name=None, sublayers_to_print=None):
-    layers = _stack.ensure_flat(sublayers)
+    layers = _layer_lists.ensure_flat(sublayers)
     # With no sublayers Serial is the identity on one input, as in Trax.
     n_in, n_out = _stack.n_inputs_n_outputs(layers) if layers else (1, 1)
     super().__init__(n_in=n_in, n_out=n_out, name=name,
@@ -89,7 +90,7 @@ class Parallel(base.Layer):
     # As in Trax, None (or []) is an empty Serial: the identity on one input.
     layers = [Serial(l) if isinstance(l, (list, tuple)) else
               (Serial() if l is None else l) for l in sublayers]
-    layers = _stack.ensure_flat(layers)
+    layers = _layer_lists.ensure_flat(layers)
     super().__init__(n_in=sum(l.n_in for l in layers),
                      n_out=sum(l.n_out for l in layers), name=name)
     self._sublayers = tuple(layers)
@@ -162,7 +163,7 @@ def Residual(*layers, shortcut=None):  # pylint: disable=invalid-name
   Built as Trax builds it, an unnamed `Serial(Branch(shortcut, body), Add())`,
   so it prints as `Serial[...]`.
   """
-  layers = _stack.ensure_flat(layers)
+  layers = _layer_lists.ensure_flat(layers)
   body = layers[0] if len(layers) == 1 else Serial(*layers)
   return Serial(Branch(shortcut, body), Add())
 

@@ -40,7 +40,8 @@ from tfnp_trax.layers import _weight_file_layout as layout
 from tfnp_trax.layers import _whole_file
 
 __all__ = ['WeightFileError', 'flatten_weights_and_state',
-           'unflatten_weights_and_state', 'fit_leaves', 'np_to_file', 'np_from_file',
+           'unflatten_weights_and_state', 'fit_leaves', 'check_leaves',
+           'check_compress_level', 'np_to_file', 'np_from_file',
            'to_bits', 'from_bits', 'pickle_to_file', 'unpickle_from_file',
            'read_weights_file', 'FILES_SHA256', 'PARTIAL_SUFFIX',
            'file_sha256',
@@ -66,6 +67,11 @@ WeightFileError = _safe_pickle.WeightFileError
 # The one routine that fits stored leaves to a model's tree (strict, or by
 # Trax's lenient shape match); see _fit_leaves.
 fit_leaves = _fit_leaves.fit_leaves
+
+# Checks of what a file holds, for readers of Trax's other stored lists
+# (a Loop checkpoint's optimizer slots); see _weight_file_layout.
+check_leaves = layout.check_leaves
+check_compress_level = layout.check_compress_level
 
 
 def flatten_weights_and_state(weights, state):
