@@ -7,6 +7,7 @@ import types
 import gin
 import pytest
 
+from tests import _fixtures
 from tests import _subprocess
 from tfnp_trax import _gin_registry
 from tfnp_trax import gin_config
@@ -14,7 +15,7 @@ import tfnp_trax.layers as tl
 from tfnp_trax import models
 from tfnp_trax import optimizers
 
-CONFIGS = os.path.join(os.path.dirname(__file__), 'testdata', 'trax_configs')
+CONFIGS = str(_fixtures.path('trax_configs'))
 ALL_CONFIGS = ['gru_copy', 'rse_addition', 'mlp_mnist', 'reformer_copy',
                'reformer_addition', 'terraformer_copy',
                'terraformer_copy_self_attn', 'terraformer_purelsh_copy']

@@ -9,10 +9,11 @@ import sys
 import gin
 import pytest
 
+from tests import _fixtures
 from tests import _subprocess
 from tfnp_trax import trainer
 
-CONFIGS = os.path.join(os.path.dirname(__file__), 'testdata', 'trax_configs')
+CONFIGS = str(_fixtures.path('trax_configs'))
 
 # Each config file stays as Trax wrote it; these bindings only shrink the run
 # (20 steps, small batches and widths) so the test stays fast.

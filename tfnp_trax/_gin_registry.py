@@ -12,8 +12,9 @@ tfnp_trax has at the matching place: first `tfnp_trax.<gin module>.<name>`
 (e.g. `tfnp_trax.data.inputs.batcher`). Names tfnp_trax lacks are remembered
 (`missing_names()`) so a config that uses one gets an error naming it. The
 walk is repeated on every parse, so names added to tfnp_trax later are
-registered when they appear. Nothing here runs on `import tfnp_trax`: only
-`tfnp_trax.gin_config` (and the trainer) import this module.
+registered when they appear. `tfnp_trax.gin_config` (and the trainer)
+import this module; `import tfnp_trax` does only when gin is already
+imported, to register the `_IN_PLACE` names (`register_in_place`).
 
 Trax wraps its objects with `gin.external_configurable`, and so does this
 module: the objects themselves stay unchanged, and `gin.get_configurable(obj)`
@@ -28,7 +29,7 @@ import threading
 
 import gin
 
-from tfnp_trax import _trax_imports
+from tfnp_trax import _trax_names
 
 __all__ = ['TRAX_GIN_NAMES', 'TRAX_GIN_DENYLISTS', 'register_all',
            'register_in_place', 'missing_names', 'registered_names',
@@ -294,7 +295,7 @@ def _import_if_present(module_name):
 def _find(gin_module, source, name):
   """The tfnp_trax object for Trax's `gin_module.name`, or None."""
   for trax_module in (gin_module, source):
-    module = _import_if_present(_trax_imports.tfnp_trax_name(trax_module))
+    module = _import_if_present(_trax_names.tfnp_trax_name(trax_module))
     obj = getattr(module, name, None) if module is not None else None
     if obj is not None and not inspect.ismodule(obj):
       return obj
@@ -327,7 +328,7 @@ def _package_loaded(gin_module):
   `import trax` does not load its RL names either.
   """
   package = '.'.join(gin_module.split('.')[:2])
-  return _trax_imports.tfnp_trax_name(package) in sys.modules
+  return _trax_names.tfnp_trax_name(package) in sys.modules
 
 
 def register_all():
@@ -342,7 +343,7 @@ def register_all():
         if selector in _REGISTERED:
           continue
         if gin_module in _SELF_REGISTERING:
-          module = _import_if_present(_trax_imports.tfnp_trax_name(source))
+          module = _import_if_present(_trax_names.tfnp_trax_name(source))
           obj = getattr(module, name, None) if module is not None else None
           if obj is None:
             _MISSING.add(selector)

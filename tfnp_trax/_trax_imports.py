@@ -31,19 +31,14 @@ import sys
 import threading
 import types
 
+from tfnp_trax import _trax_names
+# Part of this module's API (gin_config uses it); it lives in _trax_names.
+from tfnp_trax._trax_names import tfnp_trax_name
+
 __all__ = ['trax_modules_as_tfnp_trax', 'tfnp_trax_name',
            'alias_trax_modules', 'unalias_trax_modules']
 
 _LOCK = threading.RLock()
-
-
-def tfnp_trax_name(trax_name):
-  """'trax.models.rnn' -> 'tfnp_trax.models.rnn' (any dotted Trax path)."""
-  return 'tfnp_trax' + trax_name[len('trax'):]
-
-
-def _is_trax_name(name):
-  return name == 'trax' or name.startswith('trax.')
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -76,7 +71,7 @@ class _TraxAliasFinder(importlib.abc.MetaPathFinder):
 
   def find_spec(self, fullname, path=None, target=None):
     del path, target  # A Trax name maps to one tfnp_trax name, wherever.
-    if not _is_trax_name(fullname):
+    if not _trax_names.is_trax_name(fullname):
       return None
     ours = tfnp_trax_name(fullname)
     try:
@@ -119,14 +114,14 @@ def trax_modules_as_tfnp_trax(placeholder_ok=lambda name: False,
   """
   with _LOCK:
     saved = {k: sys.modules.pop(k) for k in list(sys.modules)
-             if _is_trax_name(k)}
+             if _trax_names.is_trax_name(k)}
     finder = _TraxAliasFinder(placeholder_ok, on_import)
     sys.meta_path.insert(0, finder)
     try:
       yield finder.placeholders
     finally:
       sys.meta_path.remove(finder)
-      for name in [k for k in sys.modules if _is_trax_name(k)]:
+      for name in [k for k in sys.modules if _trax_names.is_trax_name(k)]:
         del sys.modules[name]
       sys.modules.update(saved)
       _drop_placeholder_attributes(finder.placeholders)
@@ -199,6 +194,6 @@ def unalias_trax_modules():
       finder = _ALIAS.pop()
       if finder in sys.meta_path:
         sys.meta_path.remove(finder)
-      for name in [k for k in sys.modules if _is_trax_name(k)]:
+      for name in [k for k in sys.modules if _trax_names.is_trax_name(k)]:
         if sys.modules[name] is sys.modules.get(tfnp_trax_name(name)):
           del sys.modules[name]

@@ -12,13 +12,12 @@ may not change, is marked `xfail(strict=True)` with the fix it needs.
 import contextlib
 import inspect
 import io
-import json
 import textwrap
 from typing import Callable, NamedTuple, Optional
 
 import pytest
 
-from tests import _subprocess
+from tests import _multi_device
 
 __all__ = ['Case', 'params', 'check', 'CliExit', 'call_cli',
            'SubprocessError', 'subprocess_results', 'reraise']
@@ -82,16 +81,15 @@ _BUILTIN_ERRORS = {e.__name__: e for e in (ValueError, TypeError, OSError,
                                            RuntimeError, FloatingPointError)}
 
 
-def subprocess_results(code, timeout=240):
-  """Runs `code` in a fresh interpreter; returns its dict of outcomes.
+def subprocess_results(code, n_devices, timeout=240):
+  """Runs `code` on `n_devices` logical CPUs; returns its dict of outcomes.
 
-  `code` defines a dict `results` mapping a name to `(error type name,
-  message)` or None; it is printed as JSON on the last line.
+  `code` runs in a fresh interpreter (see tests/_multi_device.py) and
+  defines a dict `results` mapping a name to `(error type name, message)` or
+  None, which is sent back when it ends.
   """
-  out = _subprocess.run_python(
-      textwrap.dedent(code) + '\nimport json\nprint(json.dumps(results))\n',
-      timeout=timeout)
-  return json.loads(out.strip().splitlines()[-1])
+  return _multi_device.run(textwrap.dedent(code) + '\nreport(results)\n',
+                           n_devices=n_devices, timeout=timeout)
 
 
 def reraise(outcome):

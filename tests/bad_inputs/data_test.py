@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import _fixtures
 from tests.bad_inputs import _case
 from tfnp_trax import data
 from tfnp_trax.data import text_encoder
@@ -290,7 +291,7 @@ CASES = [
          ValueError, r'ByteTextEncoder: id -1 is not a byte id'),
     Case('data_sentencepiece_detokenize_negative_id',
          lambda: data.detokenize([3], vocab_type='sentencepiece',
-                                 vocab_dir='tests/testdata/trax_vocab',
+                                 vocab_dir=str(_fixtures.path('trax_vocab')),
                                  vocab_file='sentencepiece.model',
                                  n_reserved_ids=5), ValueError,
          r'SentencePieceVocabulary: cannot decode id -2: piece ids are >= 0'),

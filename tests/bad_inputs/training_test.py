@@ -67,10 +67,6 @@ def _one_step(batch, rng=_KEY):
 
 
 _REPLICAS_CODE = r'''
-import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import numpy as np
 from tfnp_trax import fastmath, optimizers, shapes
 import tfnp_trax.layers as tl
@@ -108,7 +104,7 @@ record('loop', loop_run)
 
 @functools.lru_cache(maxsize=None)
 def _replica_outcomes():
-  return _case.subprocess_results(_REPLICAS_CODE, timeout=240)
+  return _case.subprocess_results(_REPLICAS_CODE, n_devices=2, timeout=240)
 
 
 def _on_two_replicas(name):

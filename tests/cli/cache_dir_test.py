@@ -5,7 +5,7 @@ import tempfile
 
 import gin
 
-from tfnp_trax import trainer
+from tfnp_trax.cli import trainer
 from tfnp_trax.cli import _cache_dir
 from tfnp_trax.cli import _rl_flags
 from tfnp_trax.cli import _train_flags

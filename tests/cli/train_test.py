@@ -8,6 +8,7 @@ import sys
 
 import tensorflow as tf
 
+from tests import _fixtures
 from tests import _subprocess
 from tfnp_trax import data
 
@@ -151,8 +152,7 @@ def test_bad_time_budget_is_a_usage_error(capsys):
           in capsys.readouterr().err)
 
 
-_GRU_COPY = os.path.join(_subprocess.REPO, 'tests', 'testdata',
-                         'trax_configs', 'gru_copy.gin')
+_GRU_COPY = str(_fixtures.path('trax_configs', 'gru_copy.gin'))
 
 
 def test_config_file_runs_the_gin_trainer(tmp_path):

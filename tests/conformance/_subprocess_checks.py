@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from tests import _subprocess
+from tests import _multi_device
 from tests.conformance import _runs
 from tests.conformance import registry
 from tests.export import _isolated
@@ -63,12 +63,6 @@ def saved_model_round_trip(root, names):
 
 
 _REPLICAS = '''
-import json
-import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-
 import numpy as np
 from tests.conformance import _runs
 from tests.conformance import registry
@@ -85,7 +79,7 @@ def local(value, replica):
   return values[replica if len(values) > 1 else 0]
 
 
-report = {{}}
+worst_by_name = {{}}
 for name in {names!r}:
   entry = registry.get(name)
   layer = registry.build(entry)
@@ -109,8 +103,8 @@ for name in {names!r}:
       elif a.size:
         worst = max(worst, float(np.max(np.abs(
             a.astype(np.float64) - e.astype(np.float64)))))
-  report[name] = worst
-print('REPORT' + json.dumps(report))
+  worst_by_name[name] = worst
+report(worst_by_name)
 '''
 
 
@@ -124,7 +118,5 @@ def mirrored_replicas(names):
     dict name -> the largest difference between any replica's outputs and
     new state and the single-device ones (inf on a shape mismatch).
   """
-  out = _subprocess.run_python(_REPLICAS.format(names=list(names)),
-                               timeout=400)
-  line = [l for l in out.splitlines() if l.startswith('REPORT')][-1]
-  return json.loads(line[len('REPORT'):])
+  return _multi_device.run(_REPLICAS.format(names=list(names)), n_devices=2,
+                           timeout=400)

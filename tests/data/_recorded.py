@@ -1,12 +1,10 @@
 """Reads tests/testdata/trax_data/inputs.npz, recorded from real Trax 1.4.1."""
 
-import os
-
 import numpy as np
 
-_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'testdata',
-                     'trax_data', 'inputs.npz')
-_DATA = np.load(_PATH)
+from tests import _fixtures
+
+_DATA = _fixtures.arrays('trax_data', 'inputs.npz')
 
 
 def load(case):

@@ -8,18 +8,16 @@ they are compared with is Trax's generator code, itself checked against
 recordings of real Trax in inputs_test.py.
 """
 
-import os
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import _fixtures
 from tests.data import _recorded
 from tfnp_trax import data
 from tfnp_trax.data import _tf_path
 
-VOCAB_DIR = os.path.join(os.path.dirname(__file__), '..', 'testdata',
-                         'trax_vocab')
+VOCAB_DIR = str(_fixtures.path('trax_vocab'))
 TEXTS = ['héllo wörld', '', 'a', 'tokens and more tokens', 'ß' * 20,
          'x' * 70] + [chr(97 + i % 26) * (1 + (7 * i) % 45) for i in range(60)]
 

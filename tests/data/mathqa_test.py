@@ -6,18 +6,15 @@ examples it holds (see `make_trax_tokens.py` beside it).
 
 import json
 import math
-import os
 import random
 
 import numpy as np
 import pytest
 
+from tests import _fixtures
 from tfnp_trax.data import tf_inputs
 
-TESTDATA = os.path.join(os.path.dirname(__file__), '..', 'testdata')
-with open(os.path.join(TESTDATA, 'trax_data', 'mathqa.json'),
-          encoding='utf-8') as _f:
-  RECORDED = json.load(_f)
+RECORDED = _fixtures.json_file('trax_data', 'mathqa.json')
 
 # Trax calls scipy.gcd / scipy.lcm, which SciPy removed (AttributeError);
 # tfnp_trax computes them with math.gcd / math.lcm.

@@ -5,20 +5,18 @@ BucketByLength -> AddLossWeights feeds `training.Loop`, written as in Trax;
 the same steps also run as tf.data ops on a `tf.data.Dataset`.
 """
 
-import os
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import _fixtures
 from tests.data import _tiny_tfds
 from tfnp_trax import optimizers
 from tfnp_trax import data
 import tfnp_trax.layers as tl
 from tfnp_trax.supervised import training
 
-VOCAB_DIR = os.path.join(os.path.dirname(__file__), '..', 'testdata',
-                         'trax_vocab')
+VOCAB_DIR = str(_fixtures.path('trax_vocab'))
 SUBWORD = dict(vocab_type='subword', vocab_file='en_8k.subword',
                vocab_dir=VOCAB_DIR)
 

@@ -1,21 +1,14 @@
 """`tf_inputs` tf.data preprocessors: recorded Trax outputs and hand values."""
 
-import json
-import os
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import _fixtures
 from tfnp_trax.data import tf_inputs
 
-TESTDATA = os.path.join(os.path.dirname(__file__), '..', 'testdata')
-with open(os.path.join(TESTDATA, 'trax_data', 'preprocessors.json'),
-          encoding='utf-8') as _f:
-  RECORDED = json.load(_f)
-with open(os.path.join(TESTDATA, 'trax_data', 'tokens.json'),
-          encoding='utf-8') as _f:
-  TOKENS = json.load(_f)
+RECORDED = _fixtures.json_file('trax_data', 'preprocessors.json')
+TOKENS = _fixtures.json_file('trax_data', 'tokens.json')
 
 
 def _pairs():
@@ -166,7 +159,7 @@ def test_c4_preprocess_code_points_and_sentencepiece():
       lambda x: (x, x['text']))
   chars = list(tf_inputs.c4_preprocess(ds, True).as_numpy_iterator())
   assert chars[5][1].tolist() == [ord(c) for c in texts[5]]
-  spm = os.path.join(TESTDATA, 'trax_vocab', 'sentencepiece.model')
+  spm = str(_fixtures.path('trax_vocab', 'sentencepiece.model'))
   # Trax's own tokenization='spc' path, recorded: the same ids.
   got = list(tf_inputs.c4_preprocess(ds, True, tokenization='spc',
                                      spm_path=spm).as_numpy_iterator())

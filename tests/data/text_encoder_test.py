@@ -1,20 +1,17 @@
 """`text_encoder`: Trax's (tensor2tensor's) encoders on Trax's own files."""
 
-import json
 import os
 
 import numpy as np
 import pytest
 
+from tests import _fixtures
 from tfnp_trax.data import text_encoder
 
-TESTDATA = os.path.join(os.path.dirname(__file__), '..', 'testdata')
-VOCAB_DIR = os.path.join(TESTDATA, 'trax_vocab')
+VOCAB_DIR = str(_fixtures.path('trax_vocab'))
 SUBWORD_FILE = os.path.join(VOCAB_DIR, 'en_8k.subword')
 BERT_FILE = os.path.join(VOCAB_DIR, 'bert_uncased_vocab.txt')
-with open(os.path.join(TESTDATA, 'trax_data', 'tokens.json'),
-          encoding='utf-8') as _f:
-  RECORDED = json.load(_f)
+RECORDED = _fixtures.json_file('trax_data', 'tokens.json')
 
 
 @pytest.fixture(scope='module')

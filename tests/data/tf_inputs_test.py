@@ -5,22 +5,19 @@ on fixed sentences with its own vocabulary files (see the generator script
 beside it).
 """
 
-import json
 import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import _fixtures
 from tests.data import _tiny_tfds
 from tfnp_trax.data import _tfds
 from tfnp_trax.data import tf_inputs
 
-TESTDATA = os.path.join(os.path.dirname(__file__), '..', 'testdata')
-VOCAB_DIR = os.path.join(TESTDATA, 'trax_vocab')
-with open(os.path.join(TESTDATA, 'trax_data', 'tokens.json'),
-          encoding='utf-8') as _f:
-  RECORDED = json.load(_f)
+VOCAB_DIR = str(_fixtures.path('trax_vocab'))
+RECORDED = _fixtures.json_file('trax_data', 'tokens.json')
 
 VOCABS = ['subword', 'subword_reserved', 'char', 'char_reserved', 'bert',
           'bert_lowercase']

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import _fixtures
 from tests.data import _recorded
 from tfnp_trax import data
 from tfnp_trax.data import _tf_path
@@ -19,8 +20,7 @@ from tfnp_trax.data import _tf_subword
 from tfnp_trax.data import pylm
 from tfnp_trax.data import text_encoder
 
-VOCAB_DIR = os.path.join(os.path.dirname(__file__), '..', 'testdata',
-                         'trax_vocab')
+VOCAB_DIR = str(_fixtures.path('trax_vocab'))
 VOCAB_FILES = sorted(glob.glob(os.path.join(VOCAB_DIR, '*.subword')))
 
 EDGE_CASES = [

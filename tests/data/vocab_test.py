@@ -14,11 +14,11 @@ import time
 import pytest
 import tensorflow as tf
 
+from tests import _fixtures
 from tfnp_trax.data import _vocab
 from tfnp_trax.data import tf_inputs
 
-VOCAB_DIR = os.path.join(os.path.dirname(__file__), '..', 'testdata',
-                         'trax_vocab')
+VOCAB_DIR = str(_fixtures.path('trax_vocab'))
 SUBWORD = 'en_8k.subword'
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _subprocess
+from tests import _multi_device
 from tfnp_trax import fastmath
 
 
@@ -23,27 +23,26 @@ def test_counts_outside_a_strategy():
 
 def test_counts_logical_cpus_and_strategy_replicas():
   # Logical devices must be set before TensorFlow starts: use a new process.
-  out = _subprocess.run_python('''
-      import tensorflow as tf
-      cpu = tf.config.list_physical_devices('CPU')[0]
-      tf.config.set_logical_device_configuration(
-          cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
+  out = _multi_device.run('''
       from tfnp_trax import fastmath
       n_local = fastmath.local_device_count()
       strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
       with strategy.scope():
         n_replicas = fastmath.device_count()
-      print('COUNTS', n_local, n_replicas)
       import numpy as np
       placed = fastmath.device_put(np.arange(3.0), '/device:CPU:2')
       with tf.device('/cpu:1'):
         scoped = fastmath.device_put(np.array([1, 2], np.int32))
-      print('PLACED', placed.device.split('/')[-1], placed.numpy().tolist(),
-            scoped.device.split('/')[-1], scoped.numpy().tolist())
-      ''', timeout=120, env={'CUDA_VISIBLE_DEVICES': ''})
-  assert 'COUNTS 3 2' in out
+      report({'counts': [n_local, n_replicas],
+              'placed': [placed.device.split('/')[-1],
+                         placed.numpy().tolist(),
+                         scoped.device.split('/')[-1],
+                         scoped.numpy().tolist()]})
+      ''', n_devices=3, timeout=120, env={'CUDA_VISIBLE_DEVICES': ''})
+  assert out['counts'] == [3, 2]
   # An explicit device, then the enclosing tf.device scope's.
-  assert 'PLACED device:CPU:2 [0.0, 1.0, 2.0] device:CPU:1 [1, 2]' in out
+  assert out['placed'] == ['device:CPU:2', [0.0, 1.0, 2.0],
+                           'device:CPU:1', [1, 2]]
 
 
 @pytest.mark.parametrize('value', [

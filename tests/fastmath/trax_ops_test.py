@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from tests import _layer_testing as lt
-from tests import _subprocess
+from tests import _multi_device
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 
@@ -131,23 +131,19 @@ def test_pmap_on_one_replica():
 
 def test_pmap_stacks_replica_outputs_and_psum_reduces():
   # Logical CPUs must exist before TensorFlow starts: use a new process.
-  out = _subprocess.run_python('''
+  out = _multi_device.run('''
       import numpy as np
-      import tensorflow as tf
-      cpu = tf.config.list_physical_devices('CPU')[0]
-      tf.config.set_logical_device_configuration(
-          cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
       from tfnp_trax import fastmath
       strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
       x = np.array([[1., 2.], [10., 20.]], np.float32)
       f = fastmath.pmap(lambda v: (v * 2, fastmath.psum(v, 'batch')),
                         strategy=strategy)
       doubled, summed = f(x)
-      print('DOUBLED', np.asarray(doubled).tolist())
-      print('SUMMED', np.asarray(summed).tolist())
-      ''', timeout=180, env={'CUDA_VISIBLE_DEVICES': ''})
-  assert 'DOUBLED [[2.0, 4.0], [20.0, 40.0]]' in out
-  assert 'SUMMED [[11.0, 22.0], [11.0, 22.0]]' in out
+      report({'doubled': np.asarray(doubled).tolist(),
+              'summed': np.asarray(summed).tolist()})
+      ''', n_devices=2, timeout=180, env={'CUDA_VISIBLE_DEVICES': ''})
+  assert out['doubled'] == [[2.0, 4.0], [20.0, 40.0]]
+  assert out['summed'] == [[11.0, 22.0], [11.0, 22.0]]
 
 
 @pytest.mark.parametrize('objs,want', [

@@ -13,20 +13,12 @@ the mean over its own items, so the replicated value is the weighted
 combination of per-replica means that Trax's multi-core run gives too.
 """
 
-import json
-
 import numpy as np
 import pytest
 
-from tests import _subprocess
+from tests import _multi_device
 
 _CODE = r'''
-import json
-import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration()] * 4)
-
 import numpy as np
 from tfnp_trax import layers as tl
 
@@ -137,7 +129,7 @@ def binary_per_replica(weights):
           'BinaryCrossEntropySum': total}
 
 
-report = {'n_replicas': strategy.num_replicas_in_sync}
+found = {'n_replicas': strategy.num_replicas_in_sync}
 for scenario, weights in scenarios.items():
   full = dict(arrays, w=weights)
   values, grads = evaluate({k: tf.constant(v) for k, v in full.items()},
@@ -146,22 +138,20 @@ for scenario, weights in scenarios.items():
   local = lambda d: {k: [float(v) for v in
                          strategy.experimental_local_results(t)]
                      for k, t in d.items()}
-  report[scenario] = {
+  found[scenario] = {
       'single': {k: float(v) for k, v in values.items()},
       'replicas': local(per_replica),
       'grad_single': {k: float(v) for k, v in grads.items()},
       'grad_replicas': local(per_grads),
       'binary_expected': binary_per_replica(weights),
   }
-print('REPORT' + json.dumps(report))
+report(found)
 '''
 
 
 @pytest.fixture(scope='module')
 def report():
-  stdout = _subprocess.run_python(_CODE, timeout=240)
-  line = [l for l in stdout.splitlines() if l.startswith('REPORT')][-1]
-  return json.loads(line[len('REPORT'):])
+  return _multi_device.run(_CODE, n_devices=4, timeout=240)
 
 
 _METRICS = ['CategoryAccuracy', 'WeightedCategoryAccuracy',

@@ -1,14 +1,13 @@
 """Reversible layers: outputs, reversal, and backprop without activations."""
 
 import gc
-import json
-import os
 import weakref
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import _fixtures
 from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
@@ -16,8 +15,6 @@ from tfnp_trax.fastmath import numpy as jnp
 import tfnp_trax.layers as tl
 from tfnp_trax.layers import _reversible_base
 
-_FIXTURES = os.path.join(os.path.dirname(__file__), '..', 'testdata',
-                         'reversible', 'layers.json')
 
 # The same constructors as tests/testdata/reversible/make_fixtures.py.
 _CASES = {
@@ -95,8 +92,7 @@ def _assert_trees_close(got, want, rtol=1e-5, atol=1e-6):
 
 @pytest.mark.parametrize('case', sorted(_CASES))
 def test_repr_name_and_stack_sizes_match_trax(case):
-  with open(_FIXTURES) as f:
-    want = json.load(f)[case]
+  want = _fixtures.json_file('reversible', 'layers.json')[case]
   layer = _CASES[case]()
   assert (repr(layer), layer.name, layer.n_in, layer.n_out) == (
       want['repr'], want['name'], want['n_in'], want['n_out'])

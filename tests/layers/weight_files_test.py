@@ -2,12 +2,12 @@
 
 import gzip
 import os
-import pathlib
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import _fixtures
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
@@ -16,14 +16,13 @@ from tfnp_trax.layers import _safe_pickle
 from tfnp_trax.layers import base
 from tfnp_trax.layers import weight_files as wf
 
-_DATA = pathlib.Path(__file__).resolve().parents[1] / 'testdata/trax_weights'
+_DATA = _fixtures.path('trax_weights')
 _BF16 = np.dtype(jnp.bfloat16)
 
 
 @pytest.fixture(scope='module')
 def recorded():
-  with np.load(_DATA / 'outputs.npz') as f:
-    return dict(f)
+  return _fixtures.arrays('trax_weights', 'outputs.npz')
 
 
 def _serial(d_feature=4):
@@ -171,6 +170,41 @@ def test_weights_only_files(tmp_path):
   # State comes from a fresh init: BatchNorm's zero means and unit variances.
   np.testing.assert_array_equal(np.asarray(state[1][0]), np.zeros((1, 4)))
   np.testing.assert_array_equal(np.asarray(state[1][1]), np.ones((1, 4)))
+
+
+def test_weights_only_load_with_a_signature_runs_init_once(tmp_path,
+                                                          monkeypatch):
+  # Trax gives a weights-only load the state of a fresh init; that same
+  # init gives the shapes the file is checked against.
+  x = np.ones((2, 3), np.float32)
+  path = str(tmp_path / 'w.pkl.gz')
+  model = _stateful_model()
+  model.init(shapes.signature(x))
+  model.save_to_file(path, weights_only=True,
+                     input_signature=shapes.signature(x))
+  restored = _stateful_model()
+  calls = []
+  real_init = base.Layer.init
+
+  def counting_init(self, *args, **kwargs):
+    if self is restored:
+      calls.append(args)
+    return real_init(self, *args, **kwargs)
+  monkeypatch.setattr(base.Layer, 'init', counting_init)
+  restored.init_from_file(path, weights_only=True)
+  assert len(calls) == 1
+  assert restored.initialized
+
+
+def test_snapshot_and_restore_put_back_an_uninitialized_layer():
+  layer = tl.Dense(3)
+  saved = layer.snapshot()
+  assert saved.initialized is False and saved.weights == ()
+  layer.init(shapes.ShapeDtype((1, 2)))
+  assert layer.initialized and len(layer.weights) == 2
+  layer.restore(saved)
+  assert not layer.initialized and layer.weights == ()
+  assert layer.rng is saved.rng
 
 
 def _numpy_reference(x, weights, state):

@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 
+from tests import _multi_device
+
 
 def data(seed):
   r = np.random.default_rng(seed)
@@ -38,11 +40,9 @@ def main():
   parser.add_argument('--multiworker', action='store_true',
                       help='Use MultiWorkerMirroredStrategy from TF_CONFIG.')
   args = parser.parse_args()
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if args.replicas > 1:
-    cpu = tf.config.list_physical_devices('CPU')[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration()] * args.replicas)
+    _multi_device.split_cpu(args.replicas)
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tfnp_trax import fastmath  # pylint: disable=g-import-not-at-top
   from tfnp_trax import optimizers  # pylint: disable=g-import-not-at-top
   import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import _subprocess
+from tests import _multi_device
 from tfnp_trax import fastmath
 from tfnp_trax import optimizers
 from tfnp_trax import shapes
@@ -246,12 +246,7 @@ def test_memory_efficient_trainer_rejects_bf16():
 
 
 _REPLICAS = '''
-import json
 import numpy as np
-import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from tfnp_trax import fastmath, optimizers, shapes
 import tfnp_trax.layers as tl
 from tfnp_trax.supervised.trainer import Trainer
@@ -276,14 +271,12 @@ for strategy in [None, mirrored]:
   out.append({'loss': float(loss), 'dtypes': dtypes,
               'weights': [w.tolist() for w in
                           fastmath.tree_leaves(trainer.model_weights)]})
-print('RESULT' + json.dumps(out))
+report(out)
 '''
 
 
 def test_bf16_replicas_agree_with_one_device():
-  import json  # pylint: disable=g-import-not-at-top
-  stdout = _subprocess.run_python(_REPLICAS, timeout=300)
-  one, two = json.loads(stdout.split('RESULT')[-1])
+  one, two = _multi_device.run(_REPLICAS, n_devices=2, timeout=300)
   assert one['dtypes'] == two['dtypes'] == ['float32']
   # Each replica rounds its half-batch sums in bfloat16; the mean of the
   # two agrees with the whole batch within bfloat16 rounding.

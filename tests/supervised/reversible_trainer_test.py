@@ -1,11 +1,9 @@
 """ReversibleSerialTrainer: trains as Trainer does, layer by layer."""
 
-import json
-
 import numpy as np
 import pytest
 
-from tests import _subprocess
+from tests import _multi_device
 from tfnp_trax import fastmath
 from tfnp_trax import optimizers
 from tfnp_trax import shapes
@@ -176,12 +174,7 @@ def test_bad_input_errors():
 
 
 _REPLICAS = '''
-import json
 import numpy as np
-import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from tfnp_trax import fastmath, optimizers, shapes
 from tfnp_trax.fastmath import numpy as jnp
 import tfnp_trax.layers as tl
@@ -254,12 +247,11 @@ for w, a, b, n in zip(w0, ga, gb, new):
   out['adasum_differs_from_mean'] = bool(
       out.get('adasum_differs_from_mean') or
       not np.allclose(merged, (a + b) / 2, rtol=1e-3))
-print('RESULT' + json.dumps(out))
+report(out)
 '''
 
 
 def test_replicas_train_like_the_standard_trainer_with_collectives():
-  stdout = _subprocess.run_python(_REPLICAS, timeout=240)
-  result = json.loads(stdout.split('RESULT')[-1])
+  result = _multi_device.run(_REPLICAS, n_devices=2, timeout=240)
   assert 'CollectiveReduceV2' in result['collective']
   assert result['adasum_differs_from_mean']

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from tests import _subprocess
+from tests import _multi_device
 from tfnp_trax import fastmath
 from tfnp_trax import optimizers
 from tfnp_trax import shapes
@@ -94,12 +94,7 @@ def test_uninitialized_model_is_a_clear_error():
 
 
 _REPLICAS = '''
-import json
 import numpy as np
-import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration()] * 4)
 from tfnp_trax import fastmath, optimizers, shapes
 from tfnp_trax.fastmath import numpy as jnp
 import tfnp_trax.layers as tl
@@ -157,14 +152,12 @@ for fn in t4._step_fn._list_all_concrete_functions():
   outputs = fastmath.tree_flatten(fn.structured_outputs)
   out['output_shapes'] = [list(o.shape) for o in outputs]
 out['collective'] = sorted(o for o in ops if 'Collective' in o)
-print('RESULT' + json.dumps(out))
+report(out)
 '''
 
 
 def test_replicas_agree_with_one_device_and_reduce_on_device():
-  stdout = _subprocess.run_python(_REPLICAS, timeout=300)
-  import json  # pylint: disable=g-import-not-at-top
-  result = json.loads(stdout.split('RESULT')[-1])
+  result = _multi_device.run(_REPLICAS, n_devices=4, timeout=300)
   assert 'CollectiveReduceV2' in result['collective']
   # Only scalars (loss, gradients_l2, weights_l2) travel to the host.
   assert all(shape == [] for shape in result['output_shapes'])

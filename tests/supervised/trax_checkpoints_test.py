@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
+from tests import _fixtures
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import optimizers
@@ -18,15 +19,14 @@ from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import history as history_lib
 from tfnp_trax.supervised import trax_checkpoints as tc
 
-_DATA = pathlib.Path(__file__).resolve().parents[1] / 'testdata/trax_weights'
+_DATA = _fixtures.path('trax_weights')
 _LOOP = _DATA / 'loop'
 _BF16 = np.dtype(jnp.bfloat16)
 
 
 @pytest.fixture(scope='module')
 def recorded():
-  with np.load(_DATA / 'outputs.npz') as f:
-    return dict(f)
+  return _fixtures.arrays('trax_weights', 'outputs.npz')
 
 
 def _loop_model(mode):

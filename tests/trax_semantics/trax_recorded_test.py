@@ -12,20 +12,18 @@ import functools
 import importlib
 import inspect
 import json
-import os
 import re
 
 import numpy as np
 import pytest
 
+from tests import _fixtures
 import tfnp_trax
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 import tfnp_trax.layers as tl
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                        os.pardir, 'testdata', 'trax')
 
 RTOL = 1e-5
 ATOL = 1e-6
@@ -132,8 +130,7 @@ def _known_difference(request):
 
 @functools.lru_cache(maxsize=None)
 def _load(name):
-  with open(os.path.join(DATA_DIR, name)) as f:
-    return json.load(f)
+  return _fixtures.json_file('trax', name)
 
 
 def _cases(name):

@@ -5,7 +5,12 @@ Each command's flags live in a module free of TensorFlow (`_train_flags`,
 `validate` that checks ranges, combinations and folders, so that a bad
 value is a usage error (exit 2, two lines naming the flag) before
 TensorFlow is imported (`_preflight`). Without --output_dir, runs go to the
-user's cache folder (`_cache_dir`).
+user's cache folder (`_cache_dir`). `python -m tfnp_trax.trainer` is
+`cli.trainer`.
+
+`import tfnp_trax` calls `before_tensorflow_import()` first and
+`after_tensorflow_import()` last; both do nothing outside a command-line
+process.
 """
 
 import importlib
@@ -13,9 +18,29 @@ import sys
 
 from absl import flags
 
-__all__ = ['run']
+from tfnp_trax.cli import _preflight
+from tfnp_trax.cli import _quiet
+
+__all__ = ['run', 'before_tensorflow_import', 'after_tensorflow_import']
 
 _COMMANDS = {'train': 'tfnp_trax.cli.train', 'rl': 'tfnp_trax.cli.rl'}
+
+
+def before_tensorflow_import():
+  """In a command-line process: usage errors now, then a quiet start.
+
+  A bad flag ends the process with exit status 2 before TensorFlow's
+  seconds-long import (`_preflight`); then TensorFlow's C++ start-up
+  logging is hidden until `after_tensorflow_import()` (`_quiet`), which
+  only works if it starts before TensorFlow does.
+  """
+  _preflight.check()
+  _quiet.begin()
+
+
+def after_tensorflow_import():
+  """Ends the quiet start: stderr as before, less TensorFlow's C++ lines."""
+  _quiet.end()
 
 
 def run(argv=None):
@@ -44,7 +69,6 @@ def run(argv=None):
   if command == 'train' and this_process:
     # The time budget counts from the process start, TensorFlow's import
     # included (tfnp_trax imports it before this runs).
-    from tfnp_trax.cli import _quiet  # pylint: disable=g-import-not-at-top
     kwargs['started_at'] = _quiet.process_start()
   try:
     return module.main([f'{prog} {command}'] + rest, **kwargs)

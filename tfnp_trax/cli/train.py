@@ -110,7 +110,7 @@ def build(model_name, task, vocab, mode='train'):
 
 def _gin_run(argv):
   """`--config_file`/`--config`: the gin-configured trainer, as Trax's."""
-  from tfnp_trax import trainer  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.cli import trainer  # pylint: disable=g-import-not-at-top
   return trainer.run_configs(argv[0], FLAGS.config_file or [],
                              FLAGS.config or [], FLAGS.output_dir)
 

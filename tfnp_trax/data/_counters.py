@@ -13,7 +13,7 @@ import pickle
 from absl import logging
 import tensorflow as tf
 
-from distribute import _tf_config
+from distribute import tf_config
 from tfnp_trax.data._tf_path import Step
 
 __all__ = ['data_counters', 'count_and_skip', 'CountAndSkip',
@@ -24,12 +24,12 @@ data_counters = {}
 
 def _host_id():
   """This process's index among the training hosts (TF_CONFIG's task)."""
-  config = _tf_config.read()
+  config = tf_config.read()
   return int(config.get('task', {}).get('index', 0)) if config else 0
 
 
 def _host_count():
-  return max(_tf_config.task_count(_tf_config.read()), 1)
+  return max(tf_config.task_count(tf_config.read()), 1)
 
 
 def count_and_skip(generator, name):

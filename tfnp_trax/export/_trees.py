@@ -9,7 +9,7 @@ import numpy as onp
 import tensorflow as tf
 
 from tfnp_trax import fastmath
-from tfnp_trax.supervised import _naming
+from tfnp_trax.layers import naming
 
 __all__ = ['Held', 'check_initialized', 'weights_and_state', 'leaf_names',
            'unflatten']
@@ -61,13 +61,10 @@ def _check_like(expected, given, what):
                        f'but the layer expects {tuple(onp.shape(e))}.')
 
 
-def leaf_names(layer, tree, prefix=None):
-  """Names like 'MLP/1_Dense_8/0' for the leaves of `tree`, in flat order.
-
-  The one leaf-naming scheme of tfnp_trax (see `supervised._naming`), so an
-  exported variable carries the name a checkpoint manifest gives it.
-  """
-  return _naming.leaf_names(layer, tree, prefix)
+# Names like 'MLP/1_Dense_8/0' for the leaves of a tree, in flat order: the
+# one leaf-naming scheme of tfnp_trax (`layers.naming`), so an exported
+# variable carries the name a checkpoint manifest gives it.
+leaf_names = naming.leaf_names
 
 
 def unflatten(flat, template):

@@ -1,7 +1,11 @@
 """Scaled dot-product attention on per-head arrays, and its helpers.
 
-Shared by the attention layers. Activations keep their dtype; the logits,
-the softmax and its statistics are computed in float32 (float64 inputs stay
+Shared by the attention layers (attention.py, causal_attention.py and the
+research layers): the per-head attention math, masks, mode checks, and the
+`SplitIntoHeads` / `MergeHeads` layers that move between (batch, length, d)
+and per-head arrays. Trax defines the two layers in `trax.layers.attention`,
+which still exports them. Activations keep their dtype; the logits, the
+softmax and its statistics are computed in float32 (float64 inputs stay
 float64 so gradient checks keep their precision).
 """
 
@@ -9,9 +13,13 @@ import math
 
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.layers import base
+from tfnp_trax.layers.assert_shape import assert_shape
 
 __all__ = ['MODES', 'check_mode', 'check_dropout', 'stats_dtype',
-           'static_int', 'per_head_attention', 'causal_mask', 'check_mask']
+           'static_int', 'per_head_attention', 'causal_mask', 'check_mask',
+           'split_into_heads_fn', 'merge_heads_fn', 'SplitIntoHeads',
+           'MergeHeads']
 
 MODES = ('train', 'eval', 'predict', 'viz')
 
@@ -108,3 +116,61 @@ def per_head_attention(queries, keys, values, mask, dropout, mode, rng):
                           jnp.zeros_like(strengths))
   activations = jnp.matmul(strengths.astype(values.dtype), values)
   return activations.astype(dtype), strengths
+
+
+def split_into_heads_fn(n_heads, merged_batch_and_head, layer_name):
+  """The array function of `SplitIntoHeads`; errors name `layer_name`."""
+  def f(x):
+    if x.ndim != 3:
+      raise ValueError(f'{layer_name}: expects activations of shape (batch, '
+                       f'length, d_feature), got shape {tuple(x.shape)}.')
+    batch, length, d_feature = x.shape
+    if d_feature % n_heads:
+      raise ValueError(f'{layer_name}: d_feature {d_feature} is not a '
+                       f'multiple of n_heads {n_heads} (input shape '
+                       f'{tuple(x.shape)}).')
+    x = x.reshape((batch, length, n_heads, d_feature // n_heads))
+    x = x.transpose((0, 2, 1, 3))
+    if merged_batch_and_head:
+      x = x.reshape((batch * n_heads, length, d_feature // n_heads))
+    return x
+  return f
+
+
+def merge_heads_fn(n_heads, merged_batch_and_head, layer_name):
+  """The array function of `MergeHeads`; errors name `layer_name`."""
+  def f(x):
+    if merged_batch_and_head:
+      if x.ndim != 3 or x.shape[0] % n_heads:
+        raise ValueError(
+            f'{layer_name}: expects shape (batch * n_heads, length, d_head) '
+            f'with a leading dim divisible by n_heads {n_heads}, got shape '
+            f'{tuple(x.shape)}.')
+      x = x.reshape((x.shape[0] // n_heads, n_heads) + tuple(x.shape[1:]))
+    elif x.ndim != 4 or x.shape[1] != n_heads:
+      raise ValueError(f'{layer_name}: expects shape (batch, n_heads='
+                       f'{n_heads}, length, d_head), got shape '
+                       f'{tuple(x.shape)}.')
+    batch, _, length, d_head = x.shape
+    return x.transpose((0, 2, 1, 3)).reshape((batch, length, n_heads * d_head))
+  return f
+
+
+@assert_shape('bld->...lh')
+def SplitIntoHeads(  # pylint: disable=invalid-name
+    n_heads, merged_batch_and_head=True):
+  """(batch, length, d) -> (batch * n_heads, length, d / n_heads).
+
+  With `merged_batch_and_head=False` the result is
+  (batch, n_heads, length, d / n_heads).
+  """
+  return base.Fn('SplitIntoHeads', split_into_heads_fn(
+      n_heads, merged_batch_and_head, 'SplitIntoHeads'))
+
+
+@assert_shape('...lh->bld')
+def MergeHeads(  # pylint: disable=invalid-name
+    n_heads, merged_batch_and_head=True):
+  """Inverse of `SplitIntoHeads`: back to (batch, length, d)."""
+  return base.Fn('MergeHeads', merge_heads_fn(
+      n_heads, merged_batch_and_head, 'MergeHeads'))

@@ -1,4 +1,7 @@
-"""Shared pieces of the metric layers: shape checks and exact means.
+"""Shared pieces of the metric layers: shape checks, exact means, reductions.
+
+The reduction layers `WeightedMean` (Trax's `_WeightedMean`) and
+`WeightedSum` live here because both metrics.py and losses.py build on them.
 
 Every metric that averages reduces to `numerator / denominator` where both are
 sums over the batch. On several replicas each replica holds a shard of the
@@ -28,11 +31,13 @@ gives exactly the full-batch gradient.
 from tfnp_trax import debug
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.layers import base
 
 __all__ = ['as_array', 'result_dtype', 'leading_size',
            'check_targets_fit_output', 'check_same_shape',
            'check_broadcastable', 'safe_divide', 'global_ratio',
-           'global_weighted_mean', 'global_mean']
+           'global_weighted_mean', 'global_mean', 'WeightedMean',
+           'WeightedSum']
 
 _TARGETS_MSG = (
     '{metric}: targets shape {targets} does not fit model_output shape '
@@ -196,3 +201,37 @@ def global_mean(values):
   dtype = result_dtype(values)
   count = jnp.asarray(jnp.size(values), dtype)
   return global_ratio(jnp.sum(values.astype(dtype)), count)
+
+
+def WeightedMean():  # pylint: disable=invalid-name
+  """sum(values * weights) / sum(weights) over the whole batch.
+
+  Trax's `_WeightedMean` (the layer's name; also `metrics._WeightedMean`),
+  the reduction of `Accuracy`, `CrossEntropyLoss` and the other
+  Serial-built losses. Weights broadcast in the product while the
+  denominator sums them as given; 0.0 when they sum to zero.
+  """
+  def f(values, weights):
+    values, weights = as_array(values), as_array(weights)
+    check_broadcastable('_WeightedMean', 'weights', weights, 'values',
+                        values)
+    return global_weighted_mean(values, weights)
+  return base.Fn('_WeightedMean', f)
+
+
+def WeightedSum():  # pylint: disable=invalid-name
+  """sum(values * weights) over the whole (replicated) batch.
+
+  Inputs: `values` and `weights` that broadcast against each other.
+  """
+  def f(values, weights):
+    values, weights = as_array(values), as_array(weights)
+    check_broadcastable('WeightedSum', 'weights', weights, 'values', values)
+    if fastmath.is_float(values) or fastmath.is_float(weights):
+      dtype = result_dtype(values)
+    else:
+      # Trax sums integer values and weights in the integers.
+      dtype = jnp.result_type(values, weights)
+    return fastmath.psum(
+        jnp.sum(values.astype(dtype) * weights.astype(dtype), dtype=dtype))
+  return base.Fn('WeightedSum', f)

@@ -1,7 +1,10 @@
-"""The data stack: how combinators pass values between sublayers."""
+"""The data stack: how combinators pass values between sublayers.
+
+It knows nothing of `Layer` (only `n_in`/`n_out`), so `base` builds on it.
+"""
 
 __all__ = ['inputs_from_stack', 'outputs_onto_stack', 'n_inputs_n_outputs',
-           'ensure_flat', 'stack_size']
+           'stack_size']
 
 
 def stack_size(stack):
@@ -44,21 +47,3 @@ def n_inputs_n_outputs(layers):
     running_max = max(running_max, running_total)
     running_total -= layer.n_out
   return running_max, running_max - running_total
-
-
-def ensure_flat(layers):
-  """Flattens nested lists/tuples of layers; rejects non-layers clearly."""
-  from tfnp_trax.layers import base  # pylint: disable=g-import-not-at-top
-  flat = []
-  for item in layers:
-    if isinstance(item, (list, tuple)):
-      flat.extend(ensure_flat(item))
-    elif isinstance(item, base.Layer):
-      flat.append(item)
-    elif item is None:
-      continue
-    else:
-      raise TypeError(f'Expected a Layer or a list of layers, got '
-                      f'{type(item).__name__}: {item!r}. Did you forget to '
-                      f'call a layer constructor, e.g. tl.Relu() not tl.Relu?')
-  return flat

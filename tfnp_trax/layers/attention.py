@@ -14,6 +14,10 @@ returns `Serial(AssertShape, layer, AssertShape)`, so `Attention` prints
 with unnamed `_in2_out2` check layers and its weight tree has Trax's nesting;
 on the PureAttention class the check runs inside `forward`. The checks work
 on static shapes while tracing and add no ops.
+
+Trax defines the causal layers (CausalAttention, ConfigurableAttention,
+DotProductCausalAttention) and SplitIntoHeads / MergeHeads here too; ours
+live in causal_attention.py and _attention_core.py and are imported here.
 """
 
 from tfnp_trax.layers import _attention_core as core_attn
@@ -23,15 +27,15 @@ from tfnp_trax.layers import core
 from tfnp_trax.layers import flow
 from tfnp_trax.layers.assert_shape import assert_shape
 
+from tfnp_trax.layers._attention_core import MergeHeads
+from tfnp_trax.layers._attention_core import SplitIntoHeads
 from tfnp_trax.layers.attention_masks import EncoderDecoderMask
 from tfnp_trax.layers.attention_masks import PaddingMask
+from tfnp_trax.layers.causal_attention import CausalAttention
+from tfnp_trax.layers.causal_attention import ConfigurableAttention
+from tfnp_trax.layers.causal_attention import DotProductCausalAttention
 from tfnp_trax.layers.positional import PositionalEncoding
 from tfnp_trax.layers.positional import ShiftRight
-
-# Trax defines these here too; causal_attention.py imports this module, so
-# they resolve on first use instead.
-_FROM_CAUSAL = ('CausalAttention', 'ConfigurableAttention',
-                'DotProductCausalAttention')
 
 __all__ = ['Attention', 'AttentionQKV', 'PureAttention', 'DotProductAttention',
            'SplitIntoHeads', 'MergeHeads', 'EncoderDecoderMask', 'PaddingMask',
@@ -145,7 +149,7 @@ class PureAttention(base.Layer):
 
   def forward(self, inputs):
     q, k, v, mask = inputs
-    split = _split_into_heads_fn(self._n_heads, False, self.name)
+    split = core_attn.split_into_heads_fn(self._n_heads, False, self.name)
     qh, kh, vh = split(q), split(k), split(v)
     core_attn.check_mask(self.name, mask,
                          qh.shape[:-1] + (kh.shape[-2],))
@@ -153,7 +157,7 @@ class PureAttention(base.Layer):
         qh, kh, vh, mask, self._dropout, self._mode, self.rng)
     if self._mode == 'viz':
       self.state = strengths
-    return _merge_heads_fn(self._n_heads, False, self.name)(out), mask
+    return core_attn.merge_heads_fn(self._n_heads, False, self.name)(out), mask
 
 
 class DotProductAttention(base.Layer):
@@ -175,65 +179,3 @@ class DotProductAttention(base.Layer):
     if self._mode == 'viz':
       self.state = strengths
     return out
-
-
-def _split_into_heads_fn(n_heads, merged_batch_and_head, layer_name):
-  def f(x):
-    if x.ndim != 3:
-      raise ValueError(f'{layer_name}: expects activations of shape (batch, '
-                       f'length, d_feature), got shape {tuple(x.shape)}.')
-    batch, length, d_feature = x.shape
-    if d_feature % n_heads:
-      raise ValueError(f'{layer_name}: d_feature {d_feature} is not a '
-                       f'multiple of n_heads {n_heads} (input shape '
-                       f'{tuple(x.shape)}).')
-    x = x.reshape((batch, length, n_heads, d_feature // n_heads))
-    x = x.transpose((0, 2, 1, 3))
-    if merged_batch_and_head:
-      x = x.reshape((batch * n_heads, length, d_feature // n_heads))
-    return x
-  return f
-
-
-def _merge_heads_fn(n_heads, merged_batch_and_head, layer_name):
-  def f(x):
-    if merged_batch_and_head:
-      if x.ndim != 3 or x.shape[0] % n_heads:
-        raise ValueError(
-            f'{layer_name}: expects shape (batch * n_heads, length, d_head) '
-            f'with a leading dim divisible by n_heads {n_heads}, got shape '
-            f'{tuple(x.shape)}.')
-      x = x.reshape((x.shape[0] // n_heads, n_heads) + tuple(x.shape[1:]))
-    elif x.ndim != 4 or x.shape[1] != n_heads:
-      raise ValueError(f'{layer_name}: expects shape (batch, n_heads='
-                       f'{n_heads}, length, d_head), got shape '
-                       f'{tuple(x.shape)}.')
-    batch, _, length, d_head = x.shape
-    return x.transpose((0, 2, 1, 3)).reshape((batch, length, n_heads * d_head))
-  return f
-
-
-@assert_shape('bld->...lh')
-def SplitIntoHeads(n_heads, merged_batch_and_head=True):
-  """(batch, length, d) -> (batch * n_heads, length, d / n_heads).
-
-  With `merged_batch_and_head=False` the result is
-  (batch, n_heads, length, d / n_heads).
-  """
-  return base.Fn('SplitIntoHeads', _split_into_heads_fn(
-      n_heads, merged_batch_and_head, 'SplitIntoHeads'))
-
-
-@assert_shape('...lh->bld')
-def MergeHeads(n_heads, merged_batch_and_head=True):
-  """Inverse of `SplitIntoHeads`: back to (batch, length, d)."""
-  return base.Fn('MergeHeads', _merge_heads_fn(
-      n_heads, merged_batch_and_head, 'MergeHeads'))
-
-
-def __getattr__(name):  # pylint: disable=g-import-not-at-top
-  # Keeps Trax's import path (`attention.CausalAttention`).
-  if name in _FROM_CAUSAL:
-    from tfnp_trax.layers import causal_attention
-    return getattr(causal_attention, name)
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -10,6 +10,7 @@ for outputs and `n_out`.
 
 import inspect
 import random as _py_random
+from typing import Any, NamedTuple
 
 import numpy as onp
 
@@ -21,31 +22,46 @@ from tfnp_trax.fastmath import random as frandom
 from tfnp_trax.fastmath import transforms
 from tfnp_trax.layers import _diagnostics as diag
 from tfnp_trax.layers import _inputs
+from tfnp_trax.layers import _markers
 from tfnp_trax.layers import _per_call
 from tfnp_trax.layers import _stack
+from tfnp_trax.layers import weight_files
 
-__all__ = ['Layer', 'PureLayer', 'Fn', 'LayerError', 'EMPTY_WEIGHTS',
-           'EMPTY_STATE', 'GET_WEIGHTS_FROM_CACHE', 'GET_STATE_FROM_CACHE',
-           'is_cache_marker', 'to_list',
-           # Trax's weight-file helpers, resolved lazily (see the end).
+__all__ = ['Layer', 'PureLayer', 'Fn', 'LayerError', 'LayerSnapshot',
+           'EMPTY_WEIGHTS', 'EMPTY_STATE', 'GET_WEIGHTS_FROM_CACHE',
+           'GET_STATE_FROM_CACHE', 'is_cache_marker', 'to_list',
+           # Trax's weight-file helpers, from weight_files.py.
            'N_WEIGHTS_SHARDS', 'flatten_weights_and_state',
            'unflatten_weights_and_state', 'np_to_file', 'np_from_file',
            'shard', 'unshard']
 
-EMPTY_WEIGHTS = ()
-EMPTY_STATE = ()
-# Markers standing in for the weights/state of a layer that appears more
-# than once in a model: only its first occurrence holds them.
-GET_WEIGHTS_FROM_CACHE = {'__marker_for_cached_weights_': ()}
-GET_STATE_FROM_CACHE = {'__marker_for_cached_state_': ()}
+# Trax's names for the markers of empty and shared weights (see _markers).
+EMPTY_WEIGHTS = _markers.EMPTY_WEIGHTS
+EMPTY_STATE = _markers.EMPTY_STATE
+GET_WEIGHTS_FROM_CACHE = _markers.GET_WEIGHTS_FROM_CACHE
+GET_STATE_FROM_CACHE = _markers.GET_STATE_FROM_CACHE
+is_cache_marker = _markers.is_cache_marker
+
+# Trax defines its weight-file helpers in trax.layers.base; ours live in
+# weight_files.py, which builds on _markers, not on this module.
+N_WEIGHTS_SHARDS = weight_files.N_WEIGHTS_SHARDS
+flatten_weights_and_state = weight_files.flatten_weights_and_state
+unflatten_weights_and_state = weight_files.unflatten_weights_and_state
+np_to_file = weight_files.np_to_file
+np_from_file = weight_files.np_from_file
+shard = weight_files.shard
+unshard = weight_files.unshard
 
 # The public attributes `Layer.__setattr__` lets callers assign.
 _SETTABLE_ATTRS = ('weights', 'state', 'rng')
 
 
-def is_cache_marker(x):
-  return isinstance(x, dict) and (x == GET_WEIGHTS_FROM_CACHE or
-                                  x == GET_STATE_FROM_CACHE)
+class LayerSnapshot(NamedTuple):
+  """What `Layer.restore` puts back: a layer's values at `Layer.snapshot`."""
+  weights: Any
+  state: Any
+  rng: Any
+  initialized: bool
 
 
 class LayerError(Exception):
@@ -339,21 +355,34 @@ class Layer:
     """Whether `init` ran (or weights were set) on this layer."""
     return self._initialized
 
+  def snapshot(self):
+    """This layer's weights, state, rng and `initialized`, to `restore` later.
+
+    Code that tries out an `init` (to learn the shapes it gives) or loads
+    weights all or nothing takes a snapshot first and restores it when done
+    or when the load fails.
+    """
+    return LayerSnapshot(self.weights, self.state, self.rng,
+                         self._initialized)
+
+  def restore(self, snapshot):
+    """Puts back what `snapshot()` returned, `initialized` included."""
+    self.rng = snapshot.rng
+    self._set_weights_state_quietly(snapshot.weights, snapshot.state)
+    self._initialized = snapshot.initialized
+
   # -- Weight files (Trax 1.4's format; see weight_files.py) ----------------
   def init_from_file(self, file_name, weights_only=False, input_signature=None):
     """Loads weights (and state unless `weights_only`) from a Trax file."""
-    from tfnp_trax.layers import weight_files  # pylint: disable=g-import-not-at-top
     return weight_files.init_from_file(self, file_name, weights_only,
                                        input_signature)
 
   def save_to_file(self, file_name, weights_only=False, input_signature=None):
     """Saves weights (and state unless `weights_only`) as Trax 1.4 does."""
-    from tfnp_trax.layers import weight_files  # pylint: disable=g-import-not-at-top
     weight_files.save_to_file(self, file_name, weights_only, input_signature)
 
   def weights_and_state_signature(self, input_signature):
     """`(weights, state)` as ShapeDtype trees, for `input_signature`."""
-    from tfnp_trax.layers import weight_files  # pylint: disable=g-import-not-at-top
     return weight_files.weights_and_state_signature(self, input_signature)
 
   # -- Running -------------------------------------------------------------
@@ -403,8 +432,8 @@ class Layer:
       else:
         # NumPy leaves (e.g. weights loaded from files) become tensors, so
         # forward code may call tensor methods such as .astype(tf dtype).
-        weights = _map_keep_markers(_inputs.numpy_to_tensor, weights)
-        state = _map_keep_markers(_inputs.numpy_to_tensor, state)
+        weights = _markers.map_keep_markers(_inputs.numpy_to_tensor, weights)
+        state = _markers.map_keep_markers(_inputs.numpy_to_tensor, state)
         self._set_weights_state_quietly(weights, state)
       self._check_n_in(x)
       if self.has_backward:
@@ -507,18 +536,6 @@ class Layer:
     return output, new_state
 
 
-def _map_keep_markers(f, tree):
-  if is_cache_marker(tree):
-    return tree
-  if isinstance(tree, (list, tuple)) and not hasattr(tree, '_fields'):
-    return type(tree)(_map_keep_markers(f, t) for t in tree)
-  if isinstance(tree, tuple):
-    return type(tree)(*[_map_keep_markers(f, t) for t in tree])
-  if isinstance(tree, dict):
-    return {k: _map_keep_markers(f, v) for k, v in tree.items()}
-  return f(tree)
-
-
 class PureLayer(Layer):
   """A layer with no weights or state, defined by a function of its inputs."""
 
@@ -613,16 +630,3 @@ def to_list(outputs):
     return [onp.asarray(y).tolist() for y in outputs]
   return onp.asarray(outputs).tolist()
 
-
-# Trax defines its weight-file helpers in trax.layers.base; ours live in
-# weight_files.py (which imports this module), so they resolve lazily here.
-_WEIGHT_FILE_NAMES = ('N_WEIGHTS_SHARDS', 'flatten_weights_and_state',
-                      'unflatten_weights_and_state', 'np_to_file',
-                      'np_from_file', 'shard', 'unshard')
-
-
-def __getattr__(name):
-  if name in _WEIGHT_FILE_NAMES:
-    from tfnp_trax.layers import weight_files  # pylint: disable=g-import-not-at-top
-    return getattr(weight_files, name)
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -10,7 +10,6 @@ against the cache instead of recomputing the whole prefix.
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import _attention_core as core_attn
-from tfnp_trax.layers import attention
 from tfnp_trax.layers import base
 from tfnp_trax.layers import combinators as cb
 from tfnp_trax.layers import core
@@ -34,12 +33,12 @@ def ConfigurableAttention(q_layer, k_layer, v_layer, final_layer,
   """
   return cb.Serial(
       cb.Branch(
-          [q_layer, attention.SplitIntoHeads(n_heads)],
-          [k_layer, attention.SplitIntoHeads(n_heads)],
-          [v_layer, attention.SplitIntoHeads(n_heads)],
+          [q_layer, core_attn.SplitIntoHeads(n_heads)],
+          [k_layer, core_attn.SplitIntoHeads(n_heads)],
+          [v_layer, core_attn.SplitIntoHeads(n_heads)],
       ),
       qkv_attention_layer,
-      attention.MergeHeads(n_heads),
+      core_attn.MergeHeads(n_heads),
       final_layer)  # Unnamed, as in Trax.
 
 

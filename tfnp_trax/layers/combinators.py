@@ -1,17 +1,13 @@
 """Combinators: layers built from other layers, wired by the data stack."""
 
+from tfnp_trax import _reexport
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.fastmath import random as frandom
 from tfnp_trax.layers import _stack
+from tfnp_trax.layers import _layer_lists
 from tfnp_trax.layers import base
 from tfnp_trax.layers._stack import inputs_from_stack
 from tfnp_trax.layers._stack import outputs_onto_stack
-
-# Trax defines these in its combinators module; here they live in flow.py,
-# which builds on this module, so they are resolved on first use (see
-# `__getattr__` at the end) instead of imported, which would be circular.
-_FROM_FLOW = ('Scan', 'Cond', 'Chunk', 'Cache', 'BatchLeadingAxes',
-              'Bidirectional', 'SerialWithSideOutputs')
 
 __all__ = ['Serial', 'Parallel', 'Branch', 'Residual', 'Select', 'Dup',
            'Drop', 'Swap', 'Add', 'SubtractTop', 'Multiply', 'Gate',
@@ -42,7 +38,7 @@ class Serial(base.Layer):
   """
 
   def __init__(self, *sublayers, name=None, sublayers_to_print=None):
-    layers = _stack.ensure_flat(sublayers)
+    layers = _layer_lists.ensure_flat(sublayers)
     # With no sublayers Serial is the identity on one input, as in Trax.
     n_in, n_out = _stack.n_inputs_n_outputs(layers) if layers else (1, 1)
     super().__init__(n_in=n_in, n_out=n_out, name=name,
@@ -94,7 +90,7 @@ class Parallel(base.Layer):
     # As in Trax, None (or []) is an empty Serial: the identity on one input.
     layers = [Serial(l) if isinstance(l, (list, tuple)) else
               (Serial() if l is None else l) for l in sublayers]
-    layers = _stack.ensure_flat(layers)
+    layers = _layer_lists.ensure_flat(layers)
     super().__init__(n_in=sum(l.n_in for l in layers),
                      n_out=sum(l.n_out for l in layers), name=name)
     self._sublayers = tuple(layers)
@@ -167,7 +163,7 @@ def Residual(*layers, shortcut=None):  # pylint: disable=invalid-name
   Built as Trax builds it, an unnamed `Serial(Branch(shortcut, body), Add())`,
   so it prints as `Serial[...]`.
   """
-  layers = _stack.ensure_flat(layers)
+  layers = _layer_lists.ensure_flat(layers)
   body = layers[0] if len(layers) == 1 else Serial(*layers)
   return Serial(Branch(shortcut, body), Add())
 
@@ -308,9 +304,15 @@ def FlattenList():  # pylint: disable=invalid-name
   return base.PureLayer(flatten, n_in=1, n_out=1, name='FlattenList')
 
 
-def __getattr__(name):
-  # Keeps Trax's import path (`combinators.Scan`) for the flow layers.
-  if name in _FROM_FLOW:
-    from tfnp_trax.layers import flow  # pylint: disable=g-import-not-at-top
-    return getattr(flow, name)
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+# Trax defines these in its combinators module; here they live in flow.py,
+# which is built from this module, so they keep Trax's path as declared
+# aliases (see tfnp_trax/_reexport.py) instead of a circular import.
+__getattr__, __dir__ = _reexport.lazy_reexports(globals(), {
+    'Scan': 'tfnp_trax.layers.flow',
+    'Cond': 'tfnp_trax.layers.flow',
+    'Chunk': 'tfnp_trax.layers.flow',
+    'Cache': 'tfnp_trax.layers.flow',
+    'BatchLeadingAxes': 'tfnp_trax.layers.flow',
+    'Bidirectional': 'tfnp_trax.layers.flow',
+    'SerialWithSideOutputs': 'tfnp_trax.layers.flow',
+})

@@ -4,6 +4,12 @@ Shape checks (`assert_shape`) sit where Trax puts them: on the Dense,
 Embedding and Dropout classes they run inside `forward` and change nothing
 else; `Negate()` and `StopGradient()` come wrapped, printing as Trax's do
 (`Serial[Negate]`).
+
+Trax's `core` module also holds Weights, RandomUniform, ToFloat,
+LocallyConnected1d, the Gaussian log-densities, `one_hot` and
+`multigaussian_loss`; they live in core_extras.py and mixture_density.py
+and are imported here, so `core.Weights` works as in Trax. The dtype
+helpers (`check_float`, `compute_dtype`, `cast_to`) live in `_dtypes`.
 """
 
 import numpy as onp
@@ -17,17 +23,22 @@ from tfnp_trax.layers import base
 from tfnp_trax.layers import initializers as init
 from tfnp_trax.layers.assert_shape import assert_shape
 
+from tfnp_trax.layers._dtypes import cast_to
+from tfnp_trax.layers._dtypes import check_float
+from tfnp_trax.layers._dtypes import compute_dtype
+from tfnp_trax.layers.core_extras import LocallyConnected1d
+from tfnp_trax.layers.core_extras import RandomUniform
+from tfnp_trax.layers.core_extras import ToFloat
+from tfnp_trax.layers.core_extras import Weights
+from tfnp_trax.layers.core_extras import log_gaussian_diag_pdf
+from tfnp_trax.layers.core_extras import log_gaussian_pdf
+from tfnp_trax.layers.core_extras import one_hot
+from tfnp_trax.layers.mixture_density import multigaussian_loss
 from tfnp_trax.layers.sampling import ThresholdToBinary
 from tfnp_trax.layers.sampling import logsoftmax_sample
 from tfnp_trax.layers.summaries import PrintShape
 from tfnp_trax.layers.summaries import SummaryImage
 from tfnp_trax.layers.summaries import SummaryScalar
-
-# Trax defines these here too; core_extras.py (and mixture_density.py, via
-# core_extras) import this module, so they resolve on first use instead.
-_FROM_CORE_EXTRAS = ('Weights', 'RandomUniform', 'ToFloat',
-                     'LocallyConnected1d', 'log_gaussian_pdf',
-                     'log_gaussian_diag_pdf', 'one_hot')
 
 __all__ = ['Dense', 'Embedding', 'Dropout', 'Flatten', 'LogSoftmax', 'Softmax',
            'LogSumExp', 'Mean', 'Sum', 'Min', 'Max', 'ArgMax', 'Negate',
@@ -37,64 +48,6 @@ __all__ = ['Dense', 'Embedding', 'Dropout', 'Flatten', 'LogSoftmax', 'Softmax',
            'RandomUniform', 'ToFloat', 'LocallyConnected1d',
            'log_gaussian_pdf', 'log_gaussian_diag_pdf', 'one_hot',
            'multigaussian_loss']
-
-_FLOAT_NAMES = ('bfloat16', 'float16', 'float32', 'float64')
-
-
-def _dtype_name(x):
-  return getattr(x.dtype, 'name', str(x.dtype))
-
-
-def check_float(layer_name, x, why=''):
-  """Raises a TypeError naming `layer_name` unless `x` is floating-point.
-
-  Args:
-    layer_name: the layer's name, for the message.
-    x: the input array.
-    why: an optional reason, a sentence added to the message.
-  """
-  if _dtype_name(x) not in _FLOAT_NAMES:
-    why = f' {why}' if why else ''
-    raise TypeError(f'{layer_name}: expects a floating-point input, got dtype '
-                    f'{_dtype_name(x)} with shape {tuple(x.shape)}.{why} '
-                    f'Cast integer ids with tl.ToFloat() or embed them first.')
-
-
-def compute_dtype(layer_name, x, *weights):
-  """The dtype in which input `x` meets `weights` inside a layer.
-
-  Floating inputs keep their dtype and the weights are cast to it, so
-  bfloat16 activations stay bfloat16. Integer and boolean inputs promote
-  with the weights by JAX's rules, as Trax's `jnp.dot(x, w)` does: int32 ids
-  meeting float32 weights compute in float32 (not NumPy's float64), and
-  bfloat16 weights give bfloat16.
-
-  Args:
-    layer_name: the layer's name, for the error message.
-    x: the input array.
-    *weights: the weight arrays `x` is combined with.
-
-  Returns:
-    A dtype (`x.dtype` itself for floating inputs).
-
-  Raises:
-    TypeError: naming the layer, for inputs that are neither floating,
-      integer nor boolean (e.g. strings or complex numbers).
-  """
-  name = _dtype_name(x)
-  if name in _FLOAT_NAMES:
-    return x.dtype
-  if name == 'bool' or name.startswith(('int', 'uint')):
-    return fastmath.result_type(x, *weights)
-  raise TypeError(f'{layer_name}: expects a floating-point, integer or '
-                  f'boolean input, got dtype {name} with shape '
-                  f'{tuple(x.shape)}.')
-
-
-def cast_to(x, dtype):
-  """`x` in `dtype`; returned as it is (no Cast op) when it already is."""
-  return x if x.dtype == dtype else x.astype(dtype)
-
 
 def _as_array(x):
   return x if hasattr(x, 'dtype') else jnp.asarray(x)
@@ -185,7 +138,7 @@ class Dense(base.Layer):
     sig = input_signature
     if (self.state == base.EMPTY_STATE and
         isinstance(sig, shapes.ShapeDtype) and sig.shape and
-        onp.dtype(sig.dtype).name in _FLOAT_NAMES):
+        onp.dtype(sig.dtype).name in _dtypes.FLOAT_NAMES):
       try:
         w, _ = self._weight_and_bias()
       except ValueError:
@@ -241,10 +194,10 @@ class Embedding(base.Layer):
 
   def forward(self, x):
     x = _as_array(x)
-    if not _dtype_name(x).startswith(('int', 'uint')):
+    if not _dtypes.dtype_name(x).startswith(('int', 'uint')):
       # Trax's jnp.take rejects float and boolean indices alike.
       raise TypeError(f'{self.name}: expects integer ids, got dtype '
-                      f'{_dtype_name(x)} with shape {tuple(x.shape)}. Cast '
+                      f'{_dtypes.dtype_name(x)} with shape {tuple(x.shape)}. Cast '
                       f'with x.astype(jnp.int32).')
     # Trax (JAX's gather) clamps out-of-range ids silently; debug mode says
     # so instead, since such an id is almost always a vocabulary mismatch.
@@ -373,7 +326,7 @@ def _to_float(x):
   or reject them. Floating inputs are returned as they are.
   """
   x = _as_array(x)
-  if _dtype_name(x) in _FLOAT_NAMES:
+  if _dtypes.dtype_name(x) in _dtypes.FLOAT_NAMES:
     return x
   return cast_to(x, fastmath.result_type(x, 1.0))
 
@@ -419,7 +372,7 @@ def Sum(axis=None, keepdims=False):  # pylint: disable=invalid-name
   def f(x):
     x = _as_array(x)
     return jnp.sum(x, axis=axis, keepdims=keepdims,
-                   dtype=_SUM_DTYPES.get(_dtype_name(x)))
+                   dtype=_SUM_DTYPES.get(_dtypes.dtype_name(x)))
   return base.Fn('Sum', f)
 
 
@@ -449,14 +402,3 @@ def Negate():  # pylint: disable=invalid-name
 def StopGradient():  # pylint: disable=invalid-name
   """Identity whose gradient is zero."""
   return base.Fn('StopGradient', fastmath.stop_gradient)
-
-
-def __getattr__(name):  # pylint: disable=g-import-not-at-top
-  # Keeps Trax's import path (`core.Weights`) for names defined later.
-  if name in _FROM_CORE_EXTRAS:
-    from tfnp_trax.layers import core_extras
-    return getattr(core_extras, name)
-  if name == 'multigaussian_loss':
-    from tfnp_trax.layers import mixture_density
-    return mixture_density.multigaussian_loss
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

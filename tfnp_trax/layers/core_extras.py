@@ -11,7 +11,6 @@ from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import _dtypes
 from tfnp_trax.layers import base
-from tfnp_trax.layers import core
 from tfnp_trax.layers import initializers as init
 
 __all__ = ['Weights', 'RandomUniform', 'ToFloat', 'LocallyConnected1d',
@@ -141,8 +140,8 @@ class LocallyConnected1d(base.Layer):
     x = x if hasattr(x, 'dtype') else jnp.asarray(x)
     w, b = self.weights if self._use_bias else (self.weights, None)
     # Integer inputs promote with the weights, as Trax's jnp.einsum does.
-    dtype = core.compute_dtype(self.name, x, w)
-    x, w = core.cast_to(x, dtype), core.cast_to(w, dtype)
+    dtype = _dtypes.compute_dtype(self.name, x, w)
+    x, w = _dtypes.cast_to(x, dtype), _dtypes.cast_to(w, dtype)
     if x.ndim < 2 or tuple(x.shape[-2:]) != tuple(w.shape[0:3:2]):
       raise ValueError(
           f'{self.name}: input shape {tuple(x.shape)} must end in (length, '
@@ -162,7 +161,7 @@ class LocallyConnected1d(base.Layer):
       else:
         outs.append(jnp.roll(ri, h - i, axis=-2))
     y = sum(outs[1:], outs[0])
-    return jnp.add(y, core.cast_to(b, dtype)) if self._use_bias else y
+    return jnp.add(y, _dtypes.cast_to(b, dtype)) if self._use_bias else y
 
   def init_weights_and_state(self, input_signature):
     length, depth = input_signature.shape[-2:]

@@ -6,7 +6,7 @@ import random as _py_random
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.layers import _stack
+from tfnp_trax.layers import _layer_lists
 from tfnp_trax.layers import base
 from tfnp_trax.layers import combinators as cb
 
@@ -432,7 +432,7 @@ def SerialWithSideOutputs(layers, n_side_outputs=1):  # pylint: disable=invalid-
   Returns:
     A Serial layer.
   """
-  layers = _stack.ensure_flat(layers)
+  layers = _layer_lists.ensure_flat(layers)
   if isinstance(n_side_outputs, int):
     n_side_outputs = [n_side_outputs] * len(layers)
   if len(n_side_outputs) != len(layers):

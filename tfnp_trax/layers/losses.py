@@ -18,7 +18,6 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import base
 from tfnp_trax.layers import combinators as cb
 from tfnp_trax.layers import core
-from tfnp_trax.layers import metrics
 from tfnp_trax.layers import _metric_utils as mu
 
 __all__ = ['CategoryCrossEntropy', 'WeightedCategoryCrossEntropy',
@@ -26,9 +25,8 @@ __all__ = ['CategoryCrossEntropy', 'WeightedCategoryCrossEntropy',
            'CrossEntropySum', 'BinaryCrossEntropy', 'BinaryCrossEntropyLoss',
            'BinaryCrossEntropySum']
 
-# pylint: disable=protected-access
-_WeightedMean = metrics._WeightedMean
-# pylint: enable=protected-access
+# Trax's `_WeightedMean` layer (also `metrics._WeightedMean`).
+_WeightedMean = mu.WeightedMean
 
 
 def _check_label_smoothing(name, label_smoothing):
@@ -164,7 +162,7 @@ def CrossEntropySum():  # pylint: disable=invalid-name
 
   Trax's composition `Serial(_CrossEntropy, WeightedSum)`.
   """
-  return cb.Serial(_CrossEntropy(), metrics.WeightedSum(),
+  return cb.Serial(_CrossEntropy(), mu.WeightedSum(),
                    name='CrossEntropySum', sublayers_to_print=[])
 
 
@@ -245,5 +243,5 @@ def BinaryCrossEntropySum():  # pylint: disable=invalid-name
   For 1-D inputs this is the batch mean binary cross-entropy times the sum
   of the weights (see `BinaryCrossEntropyLoss` for the composition).
   """
-  return cb.Serial(_BinaryCrossEntropy(), metrics.WeightedSum(),
+  return cb.Serial(_BinaryCrossEntropy(), mu.WeightedSum(),
                    name='BinaryCrossEntropySum', sublayers_to_print=[])

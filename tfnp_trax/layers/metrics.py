@@ -20,24 +20,25 @@ before dividing), and a zero denominator gives 0.0 where Trax gives NaN.
 Results are float32 (float64 when the model output is float64).
 """
 
-from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import base
 from tfnp_trax.layers import combinators as cb
 from tfnp_trax.layers import core
 from tfnp_trax.layers import _metric_utils as mu
+from tfnp_trax.layers._metric_utils import WeightedSum
 from tfnp_trax.layers.fscores import MacroAveragedFScore
 from tfnp_trax.layers.fscores import WeightedFScore
+# Trax keeps its losses in this module too; ours are in losses.py.
+from tfnp_trax.layers.losses import BinaryCrossEntropy
+from tfnp_trax.layers.losses import BinaryCrossEntropyLoss
+from tfnp_trax.layers.losses import BinaryCrossEntropySum
+from tfnp_trax.layers.losses import CategoryCrossEntropy
+from tfnp_trax.layers.losses import CrossEntropyLoss
+from tfnp_trax.layers.losses import CrossEntropyLossWithLogSoftmax
+from tfnp_trax.layers.losses import CrossEntropySum
+from tfnp_trax.layers.losses import WeightedCategoryCrossEntropy
 from tfnp_trax.layers.regression_losses import L2Loss
 from tfnp_trax.layers.regression_losses import SmoothL1Loss
-
-# Trax keeps its losses in this module too. Ours are in losses.py, which
-# builds on this module, so they are resolved on first use (see `__getattr__`
-# at the end) instead of imported, which would be circular.
-_FROM_LOSSES = ('CategoryCrossEntropy', 'WeightedCategoryCrossEntropy',
-                'CrossEntropyLoss', 'CrossEntropyLossWithLogSoftmax',
-                'CrossEntropySum', 'BinaryCrossEntropy',
-                'BinaryCrossEntropyLoss', 'BinaryCrossEntropySum')
 
 __all__ = ['BinaryClassifier', 'MulticlassClassifier', 'CategoryAccuracy',
            'WeightedCategoryAccuracy', 'MaskedSequenceAccuracy', 'Accuracy',
@@ -47,6 +48,9 @@ __all__ = ['BinaryClassifier', 'MulticlassClassifier', 'CategoryAccuracy',
            'CrossEntropyLoss', 'CrossEntropyLossWithLogSoftmax',
            'CrossEntropySum', 'BinaryCrossEntropy', 'BinaryCrossEntropyLoss',
            'BinaryCrossEntropySum']
+
+# Trax's reduction of `Accuracy` and the losses, shared with losses.py.
+_WeightedMean = mu.WeightedMean
 
 
 def BinaryClassifier(threshold=0.5):  # pylint: disable=invalid-name
@@ -161,21 +165,6 @@ def _Accuracy():  # pylint: disable=invalid-name
   return base.Fn('_Accuracy', f)
 
 
-def _WeightedMean():  # pylint: disable=invalid-name
-  """sum(values * weights) / sum(weights) over the whole batch.
-
-  Trax's reduction for `Accuracy`, `CrossEntropyLoss` and the other
-  Serial-built losses. Weights broadcast in the product while the
-  denominator sums them as given; 0.0 when they sum to zero.
-  """
-  def f(values, weights):
-    values, weights = mu.as_array(values), mu.as_array(weights)
-    mu.check_broadcastable('_WeightedMean', 'weights', weights, 'values',
-                           values)
-    return mu.global_weighted_mean(values, weights)
-  return base.Fn('_WeightedMean', f)
-
-
 def _WeightedSequenceMean():  # pylint: disable=invalid-name
   """Mean over the batch axis of 1 - min(1, sum of weighted errors per item).
 
@@ -226,30 +215,3 @@ def SequenceAccuracy(classifier=core.ArgMax()):  # pylint: disable=invalid-name
   """
   return cb.Serial(classifier, _Accuracy(), _WeightedSequenceMean(),
                    name='SequenceAccuracy', sublayers_to_print=[])
-
-
-def WeightedSum():  # pylint: disable=invalid-name
-  """sum(values * weights) over the whole (replicated) batch.
-
-  Inputs: `values` and `weights` that broadcast against each other.
-  """
-  def f(values, weights):
-    values, weights = mu.as_array(values), mu.as_array(weights)
-    mu.check_broadcastable('WeightedSum', 'weights', weights, 'values',
-                           values)
-    if fastmath.is_float(values) or fastmath.is_float(weights):
-      dtype = mu.result_dtype(values)
-    else:
-      # Trax sums integer values and weights in the integers.
-      dtype = jnp.result_type(values, weights)
-    return fastmath.psum(
-        jnp.sum(values.astype(dtype) * weights.astype(dtype), dtype=dtype))
-  return base.Fn('WeightedSum', f)
-
-
-def __getattr__(name):
-  # Keeps Trax's import path (`metrics.CrossEntropyLoss`) for the losses.
-  if name in _FROM_LOSSES:
-    from tfnp_trax.layers import losses  # pylint: disable=g-import-not-at-top
-    return getattr(losses, name)
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

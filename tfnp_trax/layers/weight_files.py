@@ -33,13 +33,15 @@ from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.fastmath import trees
+from tfnp_trax.layers import _fit_leaves
+from tfnp_trax.layers import _markers
 from tfnp_trax.layers import _safe_pickle
 from tfnp_trax.layers import _weight_file_layout as layout
 from tfnp_trax.layers import _whole_file
-from tfnp_trax.layers import base
 
 __all__ = ['WeightFileError', 'flatten_weights_and_state',
-           'unflatten_weights_and_state', 'np_to_file', 'np_from_file',
+           'unflatten_weights_and_state', 'fit_leaves', 'check_leaves',
+           'check_compress_level', 'np_to_file', 'np_from_file',
            'to_bits', 'from_bits', 'pickle_to_file', 'unpickle_from_file',
            'read_weights_file', 'FILES_SHA256', 'PARTIAL_SUFFIX',
            'file_sha256',
@@ -62,6 +64,15 @@ _BFLOAT16 = onp.dtype(jnp.bfloat16)
 # Defined beside the unpickler, so that its refusals are WeightFileErrors.
 WeightFileError = _safe_pickle.WeightFileError
 
+# The one routine that fits stored leaves to a model's tree (strict, or by
+# Trax's lenient shape match); see _fit_leaves.
+fit_leaves = _fit_leaves.fit_leaves
+
+# Checks of what a file holds, for readers of Trax's other stored lists
+# (a Loop checkpoint's optimizer slots); see _weight_file_layout.
+check_leaves = layout.check_leaves
+check_compress_level = layout.check_compress_level
+
 
 def flatten_weights_and_state(weights, state):
   """Lists the leaves of `weights` and `state`, as Trax stores them.
@@ -81,8 +92,8 @@ def flatten_weights_and_state(weights, state):
   def leaves(tree, markers):
     return [x for x in trees.tree_flatten(tree)
             if not any(x is m for m in markers)]
-  return (leaves(weights, (base.EMPTY_WEIGHTS,)),
-          leaves(state, (base.EMPTY_STATE,)))
+  return (leaves(weights, (_markers.EMPTY_WEIGHTS,)),
+          leaves(state, (_markers.EMPTY_STATE,)))
 
 
 def unflatten_weights_and_state(flat_weights, flat_state,
@@ -109,110 +120,11 @@ def unflatten_weights_and_state(flat_weights, flat_state,
       leaf by its path in the tree.
   """
   weights_tree, state_tree = weights_and_state_signature
-  weights = _fill_tree(flat_weights, weights_tree, 'weights')
+  weights = fit_leaves(flat_weights, weights_tree, 'weights')
   state = None
   if not weights_only:
-    state = _fill_tree(flat_state, state_tree, 'state')
+    state = fit_leaves(flat_state, state_tree, 'state')
   return weights, state
-
-
-def _fill_tree(flat, tree, kind, describe=None, source='', shape_ok=None):
-  """`tree` with its leaves replaced, in order, by `flat`'s; shapes checked.
-
-  `shape_ok(path, want, got)` may allow a leaf of another shape there.
-  """
-  flat = list(flat)
-  where = f'{source}: ' if source else ''
-  describe = describe or (lambda path: '')
-  shape_ok = shape_ok or (lambda path, want, got: False)
-  position = [0]
-
-  def fill(sig, path):
-    if base.is_cache_marker(sig) or (isinstance(sig, tuple) and not sig):
-      return sig
-    if isinstance(sig, tuple) and hasattr(sig, '_fields'):
-      return type(sig)(*[fill(s, path + (i,)) for i, s in enumerate(sig)])
-    if isinstance(sig, (list, tuple)):
-      return type(sig)(fill(s, path + (i,)) for i, s in enumerate(sig))
-    if isinstance(sig, dict):
-      filled = {k: fill(sig[k], path + (k,)) for k in sorted(sig)}
-      return {k: filled[k] for k in sig}
-    name = _path_name(kind, path) + describe(path)
-    if position[0] >= len(flat):
-      raise WeightFileError(
-          f'{where}the file has {len(flat)} {kind} leaves but the model '
-          f'needs more; the first missing one is {name} of shape '
-          f'{_shape(sig)}. The file was saved from a different model.')
-    value = flat[position[0]]
-    position[0] += 1
-    want, got = _shape(sig), _shape(value)
-    if want is not None and got is not None and want != got and not (
-        shape_ok(path, want, got)):
-      raise WeightFileError(
-          f'{where}{name} has shape {got} in the file but the model expects '
-          f'{want}. The file was saved from a different model (or with a '
-          f'different input signature).')
-    if not source:
-      return _as_model_dtype(value, sig)
-    value = _as_model_dtype(layout.fit_leaf(value, sig, f'{where}{name}'),
-                            sig)
-    _check_finite(value, f'{where}{name}')
-    return value
-
-  result = fill(tree, ())
-  if position[0] != len(flat):
-    extra = flat[position[0]]
-    raise WeightFileError(
-        f'{where}the file has {len(flat)} {kind} leaves but the model only '
-        f'{position[0]}; the first extra one has shape {_shape(extra)}. The '
-        f'file was saved from a different (larger) model.')
-  return result
-
-
-def _check_finite(value, what):
-  """A stored NaN or Inf is corruption, not a model: refuse to load it."""
-  if not isinstance(value, onp.ndarray) or (
-      value.dtype.kind not in 'fc' and value.dtype != _BFLOAT16):
-    return
-  bad = ~onp.isfinite(value)
-  if bad.any():
-    raise WeightFileError(
-        f'{what} holds {int(bad.sum())} NaN or Inf of {value.size} values '
-        f'(shape {value.shape}); expected finite weights. The file is '
-        f'corrupt or was saved after training diverged.')
-
-
-def _path_name(kind, path):
-  return kind + ''.join(f'[{p!r}]' for p in path)
-
-
-def _shape(x):
-  shape = getattr(x, 'shape', None)
-  return None if shape is None else tuple(shape)
-
-
-def _as_model_dtype(value, sig):
-  """Undoes Trax's storage conventions where the model says how."""
-  want = getattr(sig, 'dtype', None)
-  if want is None or not isinstance(value, onp.ndarray):
-    return value
-  try:
-    want = onp.dtype(_numpy_dtype(want))
-  except TypeError:
-    return value
-  if value.dtype == onp.uint16 and want == _BFLOAT16:
-    return value.view(_BFLOAT16)  # Trax's Loop stores bfloat16 as bits.
-  # Trax runs JAX with 64-bit types off, so its integer state (counters)
-  # is int32 where ours may be int64; the model's integer type is kept.
-  if value.dtype.kind in 'iu' and want.kind in 'iu' and value.dtype != want:
-    return value.astype(want)
-  return value
-
-
-def _numpy_dtype(dtype):
-  if hasattr(dtype, 'as_numpy_dtype'):  # A tf.DType.
-    return dtype.as_numpy_dtype
-  return dtype
 
 
 def to_bits(arrays):
@@ -363,23 +275,20 @@ def weights_and_state_signature(layer, input_signature):
   The layer is initialized on `input_signature` and then given back its
   weights, state and rng, as Trax does; only the signatures are kept.
   """
-  weights, state, rng = layer.weights, layer.state, layer.rng
-  initialized = layer.initialized
+  saved = layer.snapshot()
   try:
     new_weights, new_state = layer.init(input_signature)
   finally:
-    layer.rng = rng
-    layer._set_weights_state_quietly(weights, state)  # pylint: disable=protected-access
-    layer._initialized = initialized  # pylint: disable=protected-access
+    layer.restore(saved)
   return _signature_tree(new_weights), _signature_tree(new_state)
 
 
 def _signature_tree(tree):
   def sig(x):
-    if base.is_cache_marker(x) or getattr(x, 'shape', None) is None:
+    if _markers.is_cache_marker(x) or getattr(x, 'shape', None) is None:
       return x
     return shapes.ShapeDtype(tuple(x.shape), x.dtype)
-  if base.is_cache_marker(tree):
+  if _markers.is_cache_marker(tree):
     return tree
   return trees.nested_map(sig, tree)
 
@@ -490,7 +399,31 @@ def init_from_file(layer, file_name, weights_only=False,
         f'{file_name}: the file has no \'flat_state\' (it was saved with '
         f'weights_only=True); load it with init_from_file(..., '
         f'weights_only=True).')
-  if input_signature is not None:
+  saved = layer.snapshot()
+  fresh = weights_only and input_signature is not None
+  try:
+    weights, state = _fit_file(layer, contents, file_name, weights_only,
+                               input_signature)
+  except BaseException:
+    if fresh:
+      layer.restore(saved)  # Undo the fresh init: the file does not fit.
+    raise
+  # Everything is read and checked; only now are the file's values set.
+  _assign(layer, weights, state, saved)
+  return layer.weights, layer.state
+
+
+def _fit_file(layer, contents, file_name, weights_only, input_signature):
+  """The file's weights (and state) fitted to `layer`, leaf by leaf.
+
+  A weights-only load with a signature gets the fresh state of an init on
+  that signature, as in Trax; that one init also gives the shapes the file
+  must fit. Otherwise the layer is left as it was.
+  """
+  if weights_only and input_signature is not None:
+    weights_sig, state_sig = (_signature_tree(tree) for tree in
+                              layer.init(input_signature))
+  elif input_signature is not None:
     weights_sig, state_sig = weights_and_state_signature(layer,
                                                          input_signature)
   elif layer.initialized:
@@ -500,63 +433,24 @@ def init_from_file(layer, file_name, weights_only=False,
         f'{file_name}: the file has no input_signature and {layer.name} is '
         f'not initialized; pass init_from_file(..., input_signature=...) or '
         f'call layer.init(...) first.')
-  describe = lambda path: _describe(layer, path)  # pylint: disable=unnecessary-lambda-assignment
-  shape_ok = lambda path, want, got: _file_shape_ok(layer, path, want, got)  # pylint: disable=unnecessary-lambda-assignment
-  weights = _fill_tree(contents['flat_weights'], weights_sig, 'weights',
-                       describe, file_name, shape_ok)
+  weights = fit_leaves(contents['flat_weights'], weights_sig, 'weights',
+                       source=file_name, layer=layer, check_values=True)
   state = None
   if not weights_only:
-    state = _fill_tree(contents['flat_state'], state_sig, 'state',
-                       describe, file_name)
-  # Everything is read and checked; only now does the layer change.
-  _assign(layer, weights, state,
-          input_signature if weights_only else None)
-  return layer.weights, layer.state
+    state = fit_leaves(contents['flat_state'], state_sig, 'state',
+                       source=file_name, layer=layer, check_values=True)
+  return weights, state
 
 
-def _assign(layer, weights, state, fresh_signature):
-  """Sets weights (and state, or a fresh one as Trax does), all or nothing."""
-  saved = (layer.weights, layer.state, layer.rng, layer.initialized)
+def _assign(layer, weights, state, saved):
+  """Sets weights (and state), or puts back `saved` if that fails part way."""
   try:
-    if fresh_signature is not None:
-      layer.init(fresh_signature)  # Fresh state, as in Trax.
     if state is not None:
       layer.state = state
     layer.weights = weights
   except BaseException:
-    layer.rng = saved[2]
-    layer._set_weights_state_quietly(saved[0], saved[1])  # pylint: disable=protected-access
-    layer._initialized = saved[3]  # pylint: disable=protected-access
+    layer.restore(saved)
     raise
-
-
-def _sublayers_on(layer, path):
-  """The layers a tree path leads through, outermost first, with indices."""
-  found = [(None, layer)]
-  for index in path:
-    if not isinstance(index, int) or index >= len(layer.sublayers):
-      break
-    layer = layer.sublayers[index]
-    found.append((index, layer))
-  return found
-
-
-def _describe(layer, path):
-  """' (in Serial/1:Dense_3)': the sublayer a tree path leads into."""
-  names = [f'{layer.name}' if i is None else f'{i}:{layer.name}'
-           for i, layer in _sublayers_on(layer, path)]
-  return f' (in {"/".join(names)})'
-
-
-def _file_shape_ok(layer, path, want, got):
-  """Whether the innermost layer on `path` takes a leaf shaped `got`.
-
-  A layer whose `forward` reads its weights in another stored shape as
-  well says so with `accepts_weight_file_shape` (PositionalEncoding takes
-  the [1, max_len, d] table of older Trax files).
-  """
-  inner = _sublayers_on(layer, path)[-1][1]
-  return inner.accepts_weight_file_shape(want, got)
 
 
 def _shard_axis(shape):

@@ -80,7 +80,7 @@ class Metrics:
 
   Calling it with a batch and the model's weights and state returns a dict
   of floats; `head`s are whatever the model leaves on the data stack. Built
-  on the Loop's evaluator (`supervised._loop_evals.MetricsFunction`).
+  on the Loop's evaluator (`supervised.loop.evals.MetricsFunction`).
   """
 
   def __init__(self, model, metrics, sample_batch, jit_compile=True):

@@ -7,7 +7,7 @@ they run under any tf.distribute strategy. With an `output_dir`, metrics go
 to TensorBoard (`<output_dir>/<mode>`) and to `history`, and checkpoints of
 every trainer plus the epoch and env-step counters make runs resumable.
 The epoch counter, History, summaries, checkpoints, the chief-only rule and
-preemption handling are `supervised.run_bookkeeping.RunBookkeeping`, the
+preemption handling are `supervised.loop.bookkeeping.RunBookkeeping`, the
 same piece the supervised `Loop` uses.
 """
 
@@ -19,9 +19,9 @@ import tensorflow as tf
 
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
+from tfnp_trax.layers import naming
 from tfnp_trax.rl import _compiled
 from tfnp_trax.rl import distributions
-from tfnp_trax.supervised import _naming
 from tfnp_trax.supervised.loop import bookkeeping
 from tfnp_trax.supervised import trainer as trainer_lib
 
@@ -173,7 +173,7 @@ class Agent:
                                         x.dtype) for x in sample_batch)
     model_with_loss.init(signature, rng=self._rng(0, len(self._steps)))
     self._steps[name] = 0
-    self._leaf_names[name] = _naming.leaf_names(
+    self._leaf_names[name] = naming.leaf_names(
         model_with_loss, model_with_loss.weights, prefix=name)
     return trainer_lib.Trainer(model_with_loss, optimizer, self._strategy,
                                jit_compile=self._jit_compile)

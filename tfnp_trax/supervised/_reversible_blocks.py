@@ -11,7 +11,6 @@ from absl import logging
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 import tfnp_trax.layers as tl
-from tfnp_trax.layers import _stack
 
 __all__ = ['extract_reversible_blocks', 'init_reversible_blocks']
 
@@ -114,12 +113,12 @@ def init_reversible_blocks(blocks, loss_layer, input_signature, rng):
     rngs = fastmath.random.split(rng, len(layers) + 1)
     rng = rngs[0]
     for layer, layer_rng in zip(layers, rngs[1:]):
-      sig = _stack.inputs_from_stack(sig_stack, layer.n_in, layer.name)
+      sig = tl.inputs_from_stack(sig_stack, layer.n_in, layer.name)
       layer.init(sig, rng=layer_rng)
       logging.info('init_reversible_blocks: initialized %s', layer.name)
       out_sig = layer.output_signature(sig)
-      sig_stack = _stack.outputs_onto_stack(out_sig, sig_stack, layer.n_in,
-                                            layer.n_out)
+      sig_stack = tl.outputs_onto_stack(out_sig, sig_stack, layer.n_in,
+                                        layer.n_out)
   loss_layer.init(
-      _stack.inputs_from_stack(sig_stack, loss_layer.n_in, loss_layer.name),
+      tl.inputs_from_stack(sig_stack, loss_layer.n_in, loss_layer.name),
       rng=rng)

@@ -25,7 +25,6 @@ import tensorflow as tf
 from distribute import collectives
 from tfnp_trax import fastmath
 import tfnp_trax.layers as tl
-from tfnp_trax.layers import _stack
 from tfnp_trax.supervised import _batches
 from tfnp_trax.supervised import _variables
 from tfnp_trax.supervised._reversible_blocks import extract_reversible_blocks
@@ -298,16 +297,16 @@ class ReversibleSerialTrainer:
     stack, std_inputs, i = batch, [], 0
     for std_layer, rev_layers in self._blocks:
       for layer in [std_layer] + rev_layers:
-        x = _stack.inputs_from_stack(stack, layer.n_in, layer.name)
+        x = tl.inputs_from_stack(stack, layer.n_in, layer.name)
         if layer is std_layer:
           std_inputs.append(x)
         y, new_states[i] = layer.pure_fn(x, weights[i], states[i], rngs[i])
-        stack = _stack.outputs_onto_stack(y, stack, layer.n_in, layer.n_out)
+        stack = tl.outputs_onto_stack(y, stack, layer.n_in, layer.n_out)
         i += 1
 
     # The loss layer: forward and backward with a unit cotangent.
     loss_layer = self._loss_layer
-    x = _stack.inputs_from_stack(stack, loss_layer.n_in, loss_layer.name)
+    x = tl.inputs_from_stack(stack, loss_layer.n_in, loss_layer.name)
     loss, vjp_fn, new_states[i] = _vjp(
         lambda xx, ww: loss_layer.pure_fn(xx, ww, states[-1], rngs[-1]),
         x, weights[-1])
@@ -322,19 +321,19 @@ class ReversibleSerialTrainer:
       std_layer, rev_layers = self._blocks[b]
       for layer in reversed(rev_layers):
         i -= 1
-        y = _stack.inputs_from_stack(stack, layer.n_out, layer.name)
-        ct = _stack.inputs_from_stack(grad_stack, layer.n_out, layer.name)
+        y = tl.inputs_from_stack(stack, layer.n_out, layer.name)
+        ct = tl.inputs_from_stack(grad_stack, layer.n_out, layer.name)
         x, (x_ct, w_ct) = layer.reverse_and_grad(
             y, ct, weights[i], states[i], new_states[i], rng=rngs[i])
         new_weights[i], new_slots[i], stats[i] = self._update(
             i, step, w_ct, weights[i], slots[i], opt_params)
-        stack = _stack.outputs_onto_stack(x, stack, layer.n_out, layer.n_in)
-        grad_stack = _stack.outputs_onto_stack(x_ct, grad_stack, layer.n_out,
-                                               layer.n_in)
+        stack = tl.outputs_onto_stack(x, stack, layer.n_out, layer.n_in)
+        grad_stack = tl.outputs_onto_stack(x_ct, grad_stack, layer.n_out,
+                                           layer.n_in)
       i -= 1
       x = std_inputs[b]
-      ct = _stack.inputs_from_stack(grad_stack, std_layer.n_out,
-                                    std_layer.name)
+      ct = tl.inputs_from_stack(grad_stack, std_layer.n_out,
+                                std_layer.name)
       # Recompute this layer's forward pass here, as Trax does, rather than
       # keep its activations through the whole reversible stack above.
       _, vjp_fn, _ = _vjp(
@@ -344,10 +343,10 @@ class ReversibleSerialTrainer:
       x_ct, w_ct = vjp_fn(ct)
       new_weights[i], new_slots[i], stats[i] = self._update(
           i, step, w_ct, weights[i], slots[i], opt_params)
-      stack = _stack.outputs_onto_stack(x, stack, std_layer.n_out,
-                                        std_layer.n_in)
-      grad_stack = _stack.outputs_onto_stack(x_ct, grad_stack,
-                                             std_layer.n_out, std_layer.n_in)
+      stack = tl.outputs_onto_stack(x, stack, std_layer.n_out,
+                                    std_layer.n_in)
+      grad_stack = tl.outputs_onto_stack(x_ct, grad_stack,
+                                         std_layer.n_out, std_layer.n_in)
 
     new_states = [trainer_lib.mean_state(s) for s in new_states]
     joint = {f'layer{j}/{k}': v for j, s in enumerate(stats)

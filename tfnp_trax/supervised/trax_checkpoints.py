@@ -22,7 +22,6 @@ import os
 from typing import Any, List, NamedTuple
 
 from tfnp_trax.fastmath import trees
-from tfnp_trax.layers import _weight_file_layout
 from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import history as history_lib
 
@@ -179,16 +178,17 @@ def load_trax_checkpoint(path_or_dir, filename='model'):
 def _slots_per_task(contents, pkl_path):
   """Each task's flat slots, from the pickle or the `.opt_slots<i>` files."""
   if 'slots' in contents:  # Trainer (and early Loop): one task, a tree.
-    return [_nonempty_leaves(contents['slots'], 'slots', pkl_path)]
+    return [_checked(flat_slots(contents['slots']), 'slots (flattened)',
+                     pkl_path)]
   slots = contents.get('slots_per_task')
   if slots is None:
     return []
   if not isinstance(slots, int):
     if not isinstance(slots, (list, tuple)):
-      _weight_file_layout.check_leaves(slots, 'slots_per_task', pkl_path)
-    return [_nonempty_leaves(s, f'slots_per_task[{i}]', pkl_path)
-            for i, s in enumerate(slots)]
-  _weight_file_layout.check_compress_level(slots, 'slots_per_task', pkl_path)
+      weight_files.check_leaves(slots, 'slots_per_task', pkl_path)
+    return [_checked(flat_slots(s), f'slots_per_task[{i}] (flattened)',
+                     pkl_path) for i, s in enumerate(slots)]
+  weight_files.check_compress_level(slots, 'slots_per_task', pkl_path)
   # An int is the compress level; the slots sit in one file per task. Trax
   # reads as many as the Loop has tasks; without the Loop, read all there.
   base_path = pkl_path[:-len('.pkl.gz')]
@@ -196,9 +196,15 @@ def _slots_per_task(contents, pkl_path):
   while os.path.exists(f'{base_path}.opt_slots{len(per_task)}.npy.gz'):
     path = f'{base_path}.opt_slots{len(per_task)}.npy.gz'
     weight_files.check_written_together(contents, pkl_path, path)
-    per_task.append(weight_files.np_from_file(path, compresslevel=slots))
-    _weight_file_layout.check_leaves(per_task[-1], 'records', path)
+    per_task.append(_checked(
+        weight_files.np_from_file(path, compresslevel=slots), 'records',
+        path))
   return per_task
+
+
+def _checked(leaves, what, source):
+  weight_files.check_leaves(leaves, what, source)
+  return leaves
 
 
 def flat_slots(tree):
@@ -207,12 +213,6 @@ def flat_slots(tree):
   Trax leaves out the None and () entries (weightless layers).
   """
   return [x for x in trees.tree_flatten(tree) if x is not None]
-
-
-def _nonempty_leaves(tree, what, pkl_path):
-  leaves = flat_slots(tree)
-  _weight_file_layout.check_leaves(leaves, f'{what} (flattened)', pkl_path)
-  return leaves
 
 
 def _history(saved, pkl_path):

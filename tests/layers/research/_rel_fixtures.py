@@ -8,7 +8,7 @@ there). `build_case` rebuilds the same layer here from the same arguments.
 
 import numpy as np
 
-from tests import _recordings
+from tests import _fixtures
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
@@ -16,8 +16,8 @@ from tfnp_trax.fastmath import numpy as jnp
 __all__ = ['record', 'inputs', 'outputs', 'weights', 'init_with_trax_weights',
            'assert_structure_matches', 'assert_outputs_match']
 
-_RECORDING = _recordings.Recording('rel_attention', 'cases.json',
-                                   'fixtures.npz')
+_RECORDING = _fixtures.Recording('rel_attention', 'cases.json',
+                                 'fixtures.npz')
 _arrays = _RECORDING.numbered
 
 

@@ -6,11 +6,9 @@ arguments, checks its printed form and weight shapes and dtypes against
 Trax's, loads Trax's weights and compares outputs in every execution mode.
 """
 
-import json
-import pathlib
-
 import numpy as np
 
+from tests import _fixtures
 from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -20,10 +18,8 @@ from tfnp_trax.fastmath import numpy as jnp
 __all__ = ['CONFIGS', 'ARRAYS', 'cases_of', 'arrays', 'inputs_of',
            'build_recorded', 'check_recorded']
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / (
-    'sparsity_part2')
-CONFIGS = json.loads((DATA / 'configs.json').read_text())
-ARRAYS = np.load(DATA / 'fixtures.npz')
+CONFIGS = _fixtures.json_file('sparsity_part2', 'configs.json')
+ARRAYS = _fixtures.arrays('sparsity_part2', 'fixtures.npz')
 
 
 def cases_of(*classes):
@@ -32,7 +28,7 @@ def cases_of(*classes):
 
 def arrays(case, kind):
   """The recorded arrays `case/kind0`, `case/kind1`, ... in order."""
-  found = sorted((k for k in ARRAYS.files if k.startswith(f'{case}/{kind}')
+  found = sorted((k for k in ARRAYS if k.startswith(f'{case}/{kind}')
                   and k[len(case) + len(kind) + 1:].isdigit()),
                  key=lambda k: int(k[len(case) + len(kind) + 1:]))
   return [ARRAYS[k] for k in found]
@@ -54,7 +50,7 @@ def build_recorded(case):
   leaves = [jnp.asarray(w) for w in arrays(case, 'weight')]
   layer.weights = fastmath.tree_unflatten(leaves, layer.weights)[0]
   projection = f'{case}/projection'
-  if projection in ARRAYS.files:
+  if projection in ARRAYS:
     layer._projection_matrix = jnp.asarray(ARRAYS[projection])  # pylint: disable=protected-access
   return layer
 

@@ -6,10 +6,12 @@ layers are tested in lsh_attention_test.py.
 """
 
 import functools
+import textwrap
 
 import numpy as np
 import pytest
 
+from tests import _subprocess
 from tests._layer_testing import MODES
 from tests._layer_testing import compile_fn
 from tests.layers.research import _efficient_ref as ref
@@ -377,3 +379,15 @@ def test_pure_lsh_gin_bindings_reach_calls_from_python():
   finally:
     gin.clear_config()
   assert tl.PureLSHSelfAttention()._chunk_len == 128
+
+
+def test_import_after_gin_registers_pure_lsh_for_python_bindings():
+  # As after `import trax` with gin loaded: no config parsed, and a binding
+  # made from Python reaches the call.
+  out = _subprocess.run_python(textwrap.dedent("""
+      import gin
+      import tfnp_trax
+      gin.bind_parameter('PureLSHSelfAttention.chunk_len', 2)
+      print('chunk_len', tfnp_trax.layers.PureLSHSelfAttention()._chunk_len)
+  """))
+  assert 'chunk_len 2' in out

@@ -7,11 +7,11 @@ and against Trax's recorded outputs (in position_encodings_test.py).
 """
 
 import math
-import pathlib
 
 import numpy as np
 import pytest
 
+from tests import _fixtures
 from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -21,9 +21,7 @@ from tfnp_trax.layers.research.position_encodings import InfinitePositionalEncod
 from tfnp_trax.layers.research.position_encodings import threefry_2x32_prange
 from tfnp_trax.layers.research.position_encodings import threefry_2x32_prf
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / (
-    'position_encodings')
-ARRAYS = dict(np.load(DATA / 'fixtures.npz'))
+ARRAYS = _fixtures.arrays('position_encodings', 'fixtures.npz')
 MASK = 0xFFFFFFFF
 
 

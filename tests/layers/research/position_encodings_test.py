@@ -6,12 +6,10 @@ Threefry functions in infinite_encoding_test.py. Deterministic outputs of
 Trax 1.4.1 are in tests/testdata/position_encodings/.
 """
 
-import json
-import pathlib
-
 import numpy as np
 import pytest
 
+from tests import _fixtures
 from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -23,10 +21,8 @@ from tfnp_trax.layers.research.position_encodings import FixedBasePositionalEnco
 from tfnp_trax.layers.research.position_encodings import SinCosPositionalEncoding
 from tfnp_trax.layers.research.position_encodings import TimeBinPositionalEncoding
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / (
-    'position_encodings')
-CASES = json.loads((DATA / 'cases.json').read_text())['cases']
-ARRAYS = dict(np.load(DATA / 'fixtures.npz'))
+CASES = _fixtures.json_file('position_encodings', 'cases.json')['cases']
+ARRAYS = _fixtures.arrays('position_encodings', 'fixtures.npz')
 
 
 def _axial_reference(x, tables, grid):

@@ -7,13 +7,12 @@ weights (tests/testdata/sparsity_part1/). The attentions built on these
 layers are tested in sparsity_attention_test.py.
 """
 
-import json
 import math
-import pathlib
 
 import numpy as np
 import pytest
 
+from tests import _fixtures
 from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -22,11 +21,9 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers.research import _local_conv
 from tfnp_trax.layers.research import sparsity as sp
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / (
-    'sparsity_part1')
 CASES = {c['key']: c for c in
-         json.loads((DATA / 'cases.json').read_text())['cases']}
-ARRAYS = dict(np.load(DATA / 'fixtures.npz'))
+         _fixtures.json_file('sparsity_part1', 'cases.json')['cases']}
+ARRAYS = _fixtures.arrays('sparsity_part1', 'fixtures.npz')
 
 
 # -- NumPy references (float64) ---------------------------------------------

@@ -3,23 +3,19 @@
 See tests/testdata/efficient_attention/README.md for the recording.
 """
 
-import json
-import pathlib
-
 import numpy as np
 import pytest
 
+from tests import _fixtures
 from tfnp_trax import shapes
 from tfnp_trax.layers.research import efficient_attention as ea
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / (
-    'efficient_attention')
-CONFIGS = json.loads((DATA / 'configs.json').read_text())
-ARRAYS = np.load(DATA / 'fixtures.npz')
+CONFIGS = _fixtures.json_file('efficient_attention', 'configs.json')
+ARRAYS = _fixtures.arrays('efficient_attention', 'fixtures.npz')
 
 
 def _arrays(case, kind):
-  found = sorted((k for k in ARRAYS.files if k.startswith(f'{case}/{kind}')),
+  found = sorted((k for k in ARRAYS if k.startswith(f'{case}/{kind}')),
                  key=lambda k: int(k.rsplit(kind, 1)[1]))
   return [ARRAYS[k] for k in found]
 

@@ -8,7 +8,7 @@ a case and build tfnp_trax's model with Trax's weights.
 
 import numpy as np
 
-from tests import _recordings
+from tests import _fixtures
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
@@ -16,7 +16,7 @@ from tfnp_trax.fastmath import numpy as jnp
 __all__ = ['record', 'inputs', 'outputs', 'init_with_trax_weights',
            'weight_shapes']
 
-_RECORDING = _recordings.Recording('reformer', 'models.json', 'models.npz')
+_RECORDING = _fixtures.Recording('reformer', 'models.json', 'models.npz')
 _arrays = _RECORDING.numbered
 
 

@@ -9,16 +9,15 @@ converted to.
 """
 
 import functools
-import json
 import math
 import os
-import pathlib
 import zipfile
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import _fixtures
 from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -29,9 +28,9 @@ from tfnp_trax.models.research import _bert_checkpoint
 from tfnp_trax.models.research import _bert_tf_bundle
 from tfnp_trax.models.research import bert
 
-_DIR = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / 'bert'
-_RECORDS = json.loads((_DIR / 'cases.json').read_text())['cases']
-_ARRAYS = dict(np.load(_DIR / 'cases.npz'))
+_DIR = _fixtures.path('bert')
+_RECORDING = _fixtures.Recording('bert', 'cases.json', 'cases.npz')
+_RECORDS, _ARRAYS = _RECORDING.records, _RECORDING.arrays
 # The sizes make_fixtures.py recorded with.
 TINY = dict(d_model=8, vocab_size=11, max_len=6, type_vocab_size=3,
             n_heads=2, d_ff=16)

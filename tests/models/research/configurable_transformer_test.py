@@ -11,8 +11,8 @@ and, with such a layer missing, fail with an error naming it.
 import numpy as np
 import pytest
 
+from tests import _fixtures
 from tests import _layer_testing as lt
-from tests import _recordings
 from tests.models.research import _recorded
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -227,7 +227,7 @@ SPARSE_CASES = {
         dict(n_encoder_layers=1, n_decoder_layers=1,
              enc_dec_attention_sparsity=2)),
 }
-_SPARSE_RECORDING = _recordings.Recording(
+_SPARSE_RECORDING = _fixtures.Recording(
     'terraformer', 'sparse_options.json', 'sparse_options.npz')
 sparse_case_arrays = _SPARSE_RECORDING.numbered
 
@@ -257,15 +257,42 @@ def test_sparse_options_match_trax(name):
   check_sparse_case(name, make, kwargs)
 
 
+def _printout_and_weight_shapes(model, signature):
+  model.init(signature)
+  return (str(model).splitlines(),
+          [tuple(w.shape) for w in fastmath.tree_flatten(model.weights)])
+
+
 def test_options_that_keep_the_dense_layers_are_accepted():
   # As in Trax: an unknown ff_sparsity_type falls back to the dense block,
   # and loss sparsity only counts with a sparsity type.
-  ct.ConfigurableTransformerLM(11, n_layers=1, ff_sparsity=4,
-                               ff_sparsity_type='dense')
-  ct.ConfigurableTransformerLM(11, n_layers=1, loss_sparsity=4,
-                               loss_sparsity_type=None)
-  ct.ConfigurableTransformer(11, n_encoder_layers=1, n_decoder_layers=1,
-                             enc_dec_attention_sparsity=('noop', None))
+  lm_signature = shapes.signature(np.ones((1, 8), np.int32))
+  dense_lm = _printout_and_weight_shapes(
+      ct.ConfigurableTransformerLM(11, n_layers=1), lm_signature)
+  assert _printout_and_weight_shapes(
+      ct.ConfigurableTransformerLM(11, n_layers=1, ff_sparsity=4,
+                                   ff_sparsity_type='dense'),
+      lm_signature) == dense_lm
+  assert _printout_and_weight_shapes(
+      ct.ConfigurableTransformerLM(11, n_layers=1, loss_sparsity=4,
+                                   loss_sparsity_type=None),
+      lm_signature) == dense_lm
+  # ('noop', None) is (query, result) sparsity: as Trax's AttentionQKV does,
+  # the encoder-decoder queries go unprojected (an empty Serial instead of
+  # their Dense) and the result keeps its Dense; no sparse layer appears.
+  pair_signature = shapes.signature((np.ones((1, 8), np.int32),) * 2)
+  dense_lines, dense_shapes = _printout_and_weight_shapes(
+      ct.ConfigurableTransformer(11, n_encoder_layers=1, n_decoder_layers=1),
+      pair_signature)
+  noop_lines, noop_shapes = _printout_and_weight_shapes(
+      ct.ConfigurableTransformer(11, n_encoder_layers=1, n_decoder_layers=1,
+                                 enc_dec_attention_sparsity=('noop', None)),
+      pair_signature)
+  assert len(noop_lines) == len(dense_lines)
+  assert [(d.strip(), n.strip()) for d, n in zip(dense_lines, noop_lines)
+          if d != n] == [('Dense_512', 'Serial')]
+  assert len(noop_shapes) == len(dense_shapes) - 2  # The query's w and b.
+  assert sorted(dense_shapes) == sorted(noop_shapes + [(512, 512), (512,)])
 
 
 def test_apply_attention_layer_picks_the_constructor_api():

@@ -10,7 +10,6 @@ full forward pass computes.
 import functools
 import math
 import os
-import pathlib
 import re
 import subprocess
 import sys
@@ -18,8 +17,8 @@ import sys
 import numpy as np
 import pytest
 
+from tests import _fixtures
 from tests import _layer_testing as lt
-from tests import _recordings
 from tests import _subprocess
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -31,12 +30,11 @@ from tfnp_trax.layers import weight_files
 from tfnp_trax.models.research import _terraformer_layers
 from tfnp_trax.models.research import terraformer
 
-_DIR = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / 'terraformer'
-_RECORDING = _recordings.Recording('terraformer', 'cases.json', 'cases.npz')
+_DIR = _fixtures.path('terraformer')
+_RECORDING = _fixtures.Recording('terraformer', 'cases.json', 'cases.npz')
 _RECORDS, _ARRAYS = _RECORDING.records, _RECORDING.arrays
 _arrays = _RECORDING.numbered
-_CONFIGS = pathlib.Path(_subprocess.REPO) / 'tests' / 'testdata' / (
-    'trax_configs')
+_CONFIGS = _fixtures.path('trax_configs')
 
 TINY = dict(input_vocab_size=16, d_model=8, d_ff=16, n_heads=2, max_len=16,
             dropout=0.1)

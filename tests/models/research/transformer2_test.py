@@ -6,12 +6,10 @@ chunking and sin-cos positions, three predict-mode decoding steps) and for
 the concatenation layers (see the README there).
 """
 
-import json
-import pathlib
-
 import numpy as np
 import pytest
 
+from tests import _fixtures
 from tests import _layer_testing as lt
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -20,9 +18,8 @@ from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.models.research import transformer2 as t2
 
-_DIR = pathlib.Path(__file__).resolve().parents[2] / 'testdata' / 'transformer2'
-_RECORDS = json.loads((_DIR / 'cases.json').read_text())['cases']
-_ARRAYS = dict(np.load(_DIR / 'cases.npz'))
+_RECORDING = _fixtures.Recording('transformer2', 'cases.json', 'cases.npz')
+_RECORDS, _ARRAYS = _RECORDING.records, _RECORDING.arrays
 _HELPERS = {k[len('helpers/'):]: v for k, v in _ARRAYS.items()
             if k.startswith('helpers/')}
 # The sizes make_fixtures.py recorded with.

@@ -8,8 +8,6 @@ code lives in private modules, one concept each; this module re-exports it
 under Trax's import path.
 """
 
-import sys
-
 from tfnp_trax.layers.research._attention_functions import apply_broadcasted_dropout
 from tfnp_trax.layers.research._attention_functions import attend
 from tfnp_trax.layers.research._attention_functions import hash_vecs
@@ -36,15 +34,7 @@ __all__ = [
     'permute_via_sort',
 ]
 
-# Trax's layers/__init__.py makes these two gin configurables under
-# `trax.layers` (denylist 'mode') on import, and its tests bind their
-# parameters from Python: `gin.bind_parameter('PureLSHSelfAttention.chunk_len',
-# 2)`, then a model built with `tl.PureLSHSelfAttentionWrapper` gets that
-# chunk length. tfnp_trax imports gin only when it is used, so they are
-# registered here when gin is already imported, else with the other Trax
-# names when a config is parsed (`tfnp_trax._gin_registry`). Gin wraps their
-# `__init__` in place: the classes stay the same objects, and a call without
-# bindings is unchanged.
-if 'gin' in sys.modules:
-  from tfnp_trax import _gin_registry  # pylint: disable=g-import-not-at-top
-  _gin_registry.register_in_place()
+# Trax's layers/__init__.py makes PureLSHSelfAttention and
+# PureLSHSelfAttentionWrapper gin configurables on import; tfnp_trax does so
+# at the end of `import tfnp_trax` when gin is already imported (see
+# tfnp_trax/__init__.py), else when a config is parsed.

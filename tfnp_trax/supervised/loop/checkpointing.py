@@ -12,10 +12,10 @@ any other basename is a named checkpoint folder of that name.
 import os
 import re
 
-import numpy as onp
 import tensorflow as tf
 
-from tfnp_trax.supervised import _naming
+from tfnp_trax.layers import naming
+from tfnp_trax.layers import weight_files
 
 __all__ = ['LoopVariables', 'checkpoint_name', 'find_checkpoint_dir',
            'match_by_shape', 'variable_groups']
@@ -52,7 +52,7 @@ def variable_groups(task_trainers, loop_variables):
       task_trainers.trainers, task_trainers.models_with_loss)):
     suffix = '' if i == 0 else str(i)
     group = trainer.variables()
-    names = _naming.leaf_names(with_loss, with_loss.weights)
+    names = naming.leaf_names(with_loss, with_loss.weights)
     for kind in ('weights', 'slots', 'state'):
       variables[kind + suffix] = group[kind]
     manifest['weights' + suffix] = [
@@ -90,24 +90,13 @@ def find_checkpoint_dir(directory):
 def match_by_shape(full, partial, what):
   """Puts the arrays of `partial` into `full` in order, matching shapes.
 
-  Trax's rule: walk `full`; where the next array of `partial` has the same
-  shape, take it, else keep `full`'s. Every array of `partial` must be used.
+  Trax's lenient rule (`weight_files.fit_leaves(..., by_shape=True)`): walk
+  `full`; where the next array of `partial` has the same shape, take it,
+  else keep `full`'s. Every array of `partial` must be used.
 
   Raises:
-    ValueError: naming the first checkpoint array that found no place.
+    weight_files.WeightFileError: a ValueError naming the first checkpoint
+      array that found no place.
   """
-  out, j = [], 0
-  for w in full:
-    if j < len(partial) and tuple(onp.shape(w)) == tuple(
-        onp.shape(partial[j])):
-      out.append(partial[j])
-      j += 1
-    else:
-      out.append(w)
-  if j < len(partial):
-    raise ValueError(
-        f'Loop.load_checkpoint: {what} array {j} of the checkpoint (shape '
-        f'{tuple(onp.shape(partial[j]))}) matches no remaining {what} of '
-        f'the model (shapes {[tuple(onp.shape(w)) for w in full]}); the '
-        f'checkpoint was written for a different model.')
-  return out
+  return weight_files.fit_leaves(partial, list(full), what, by_shape=True,
+                                 source='Loop.load_checkpoint')

@@ -1,7 +1,8 @@
 """The one naming scheme for the leaves of a layer's weight or state tree.
 
-Checkpoint manifests, exported variables and the RL trainers' checkpoints
-all name leaves this way, so a name seen in one place (an error message, a
+Checkpoint manifests (supervised), exported variables (export) and the RL
+trainers' checkpoints (rl) all name leaves this way, through this one
+public module of layers, so a name seen in one place (an error message, a
 SavedModel variable, a manifest) is the same in the others:
 
   <layer name>/<i>_<sublayer name>/.../<j>
@@ -14,7 +15,7 @@ Keras weight names require.
 """
 
 from tfnp_trax import fastmath
-from tfnp_trax.layers import base
+from tfnp_trax.layers import _markers
 
 __all__ = ['leaf_names']
 
@@ -46,7 +47,7 @@ def leaf_names(layer, tree=None, prefix=None, kind='weights'):
   names = []
 
   def walk(lay, sub_tree, path):
-    if base.is_cache_marker(sub_tree):
+    if _markers.is_cache_marker(sub_tree):
       return
     if lay.sublayers and isinstance(sub_tree, (list, tuple)) and len(
         sub_tree) == len(lay.sublayers):
