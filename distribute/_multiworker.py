@@ -21,11 +21,11 @@ import os
 
 import tensorflow as tf
 
-from distribute import _tf_config
+from distribute import tf_config
 
 __all__ = ['TIMEOUT_ENV', 'collective_timeout', 'make_strategy']
 
-TIMEOUT_ENV = _tf_config.TIMEOUT_ENV
+TIMEOUT_ENV = tf_config.TIMEOUT_ENV
 
 
 def collective_timeout(timeout=None):
@@ -53,7 +53,7 @@ def _configure_coordination(config, timeout):
     from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2  # pylint: disable=g-import-not-at-top
   except ImportError:
     return
-  jobs = _tf_config.coordinated_jobs(config)
+  jobs = tf_config.coordinated_jobs(config)
   task_type = (config.get('task') or {}).get('type')
   ctx = context.context()
   # Once TF is initialised the strategy itself raises a clearer error.
@@ -92,7 +92,7 @@ def make_strategy(timeout=None):
     RuntimeError: TensorFlow was initialised before this call.
   """
   timeout = collective_timeout(timeout)
-  config = _tf_config.read()
+  config = tf_config.read()
   if timeout is not None and config:
     _configure_coordination(config, timeout)
   options = tf.distribute.experimental.CommunicationOptions(

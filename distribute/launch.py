@@ -30,7 +30,7 @@ import threading
 import time
 
 from distribute import _procs
-from distribute import _tf_config
+from distribute import tf_config
 
 __all__ = ['launch', 'main', 'TIMEOUT_EXIT_CODE', 'ATTEMPT_ENV']
 
@@ -54,12 +54,12 @@ def _free_ports(n, host):
       sock.close()
 
 
-def _worker_env(base, tf_config, collective_timeout, attempt):
+def _worker_env(base, config, collective_timeout, attempt):
   env = dict(os.environ if base is None else base)
-  env['TF_CONFIG'] = tf_config
+  env['TF_CONFIG'] = config
   env[ATTEMPT_ENV] = str(attempt)
   if collective_timeout is not None:
-    env[_tf_config.TIMEOUT_ENV] = f'{collective_timeout:g}'
+    env[tf_config.TIMEOUT_ENV] = f'{collective_timeout:g}'
   return env
 
 
@@ -106,7 +106,7 @@ def _start_group(command, workers, attempt, collective_timeout, host, env,
   children = []
   try:
     for i in range(workers):
-      worker_env = _worker_env(env, _tf_config.make(addresses, i),
+      worker_env = _worker_env(env, tf_config.make(addresses, i),
                                collective_timeout, attempt)
       children.append(_procs.Child(command, worker_env, f'[worker {i}] ',
                                    stream, lock))

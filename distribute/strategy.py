@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from distribute import _multiworker
-from distribute import _tf_config
+from distribute import tf_config
 from distribute import _tpu
 from distribute import devices as devices_lib
 
@@ -41,7 +41,7 @@ def _auto(collective_timeout):
   strategy = _tpu_strategy(required=False)
   if strategy is not None:
     return strategy
-  if _tf_config.task_count(_tf_config.read()) > 1:
+  if tf_config.task_count(tf_config.read()) > 1:
     return _multiworker_strategy(collective_timeout)
   gpus = tf.config.list_logical_devices('GPU')
   if len(gpus) > 1:

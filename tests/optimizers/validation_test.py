@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tfnp_trax import optimizers
 from tfnp_trax.fastmath import numpy as jnp
-from tfnp_trax.optimizers import _validation
+from tfnp_trax.optimizers import validation
 
 _OPTIMIZERS = (optimizers.SGD, optimizers.Momentum, optimizers.RMSProp,
                optimizers.Adam, optimizers.Adafactor, optimizers.SM3)
@@ -21,7 +21,7 @@ _OPTIMIZERS = (optimizers.SGD, optimizers.Momentum, optimizers.RMSProp,
     np.bool_(False), 1 + 2j,
 ], ids=repr)
 def test_numbers_trax_accepts(value):
-  assert _validation.is_number(value)
+  assert validation.is_number(value)
 
 
 @pytest.mark.parametrize('value', [
@@ -29,14 +29,14 @@ def test_numbers_trax_accepts(value):
     [], ['a'], [0.9, None], {'b1': 0.9},
 ], ids=lambda v: 'object' if type(v) is object else repr(v))  # pylint: disable=unidiomatic-typecheck
 def test_non_numbers(value):
-  assert not _validation.is_number(value)
+  assert not validation.is_number(value)
 
 
 def test_whole_numbers():
   for good in (3, np.int64(3), 1e3, True, np.float32(4.0)):
-    assert _validation.is_integer(good), good
+    assert validation.is_integer(good), good
   for bad in (2.5, '3', None, float('nan'), float('inf'), np.array(3), [3]):
-    assert not _validation.is_integer(bad), bad
+    assert not validation.is_integer(bad), bad
 
 
 def _numeric_hyperparameters(cls):
@@ -83,30 +83,30 @@ def test_clip_grad_norm_may_be_none_or_a_number():
 
 
 def test_number_error_wording():
-  assert _validation.number_error('Adam', 'b1', 'high', example=0.9) == (
+  assert validation.number_error('Adam', 'b1', 'high', example=0.9) == (
       "Adam: b1 must be a number, got 'high' (str); in a gin file write "
       "Adam.b1 = 0.9 (no quotes around a number).")
-  assert _validation.number_error('train', 'steps', None, 'a whole number'
+  assert validation.number_error('train', 'steps', None, 'a whole number'
                                   ) == ('train: steps must be a whole number, '
                                         'got None (NoneType).')
-  assert _validation.default_of(optimizers.Adam, 'b2') == 0.999
-  assert _validation.default_of(optimizers.Adam, 'nope') is None
+  assert validation.default_of(optimizers.Adam, 'b2') == 0.999
+  assert validation.default_of(optimizers.Adam, 'nope') is None
 
 
 def test_check_integers_lists_and_optional():
   def run(steps=1000, checkpoints_at=None):
     del steps, checkpoints_at
-  _validation.check_integers(run, {'steps': 10, 'checkpoints_at': None},
+  validation.check_integers(run, {'steps': 10, 'checkpoints_at': None},
                              optional=('checkpoints_at',),
                              lists=('checkpoints_at',))
-  _validation.check_integers(run, {'steps': 1e3, 'checkpoints_at': (1, 2)},
+  validation.check_integers(run, {'steps': 1e3, 'checkpoints_at': (1, 2)},
                              lists=('checkpoints_at',))
   with pytest.raises(TypeError, match=(
       r"^run: checkpoints_at must be a list of whole numbers, got \[1, 'x'\] "
       r"\(list\), and 'x' is not one\.$")):
-    _validation.check_integers(run, {'checkpoints_at': [1, 'x']},
+    validation.check_integers(run, {'checkpoints_at': [1, 'x']},
                                lists=('checkpoints_at',))
   with pytest.raises(TypeError, match=(
       r"^run: steps must be a whole number, got None \(NoneType\); in a gin "
       r"file write run\.steps = 1000")):
-    _validation.check_integers(run, {'steps': None})
+    validation.check_integers(run, {'steps': None})

@@ -133,7 +133,7 @@ def run_configs(prog, config_files, bindings, output_dir=None):
   """
   # pylint: disable=g-import-not-at-top
   from tfnp_trax import gin_config
-  from tfnp_trax.optimizers import _validation
+  from tfnp_trax.optimizers import validation
   # pylint: enable=g-import-not-at-top
   try:
     gin_config.parse_config_files_and_bindings(config_files, bindings)
@@ -143,7 +143,7 @@ def run_configs(prog, config_files, bindings, output_dir=None):
     return 2
   try:
     _train_parsed(output_dir)
-  except _validation.HyperparameterTypeError as e:
+  except validation.HyperparameterTypeError as e:
     print(f'{prog}: {e}', file=sys.stderr)
     return 2
   return 0

@@ -8,6 +8,7 @@ Example:
 0.0010000000474974513
 """
 
+from tfnp_trax import _reexport
 from tfnp_trax.optimizers import adafactor
 from tfnp_trax.optimizers import adam
 from tfnp_trax.optimizers import base
@@ -33,14 +34,8 @@ __all__ = [
 
 # `trainer` (and the two trainers, as Trax exports them here) import
 # tfnp_trax.supervised, which imports this package: they load on first use.
-_LAZY = {'trainer': None, 'Trainer': 'Trainer',
-         'ReversibleSerialTrainer': 'ReversibleSerialTrainer'}
-
-
-def __getattr__(name):
-  if name not in _LAZY:
-    raise AttributeError(
-        f'module {__name__!r} has no attribute {name!r}')
-  import importlib  # pylint: disable=g-import-not-at-top
-  module = importlib.import_module('tfnp_trax.optimizers.trainer')
-  return module if _LAZY[name] is None else getattr(module, _LAZY[name])
+__getattr__, __dir__ = _reexport.lazy_reexports(globals(), {
+    'trainer': 'tfnp_trax.optimizers.trainer',
+    'Trainer': 'tfnp_trax.optimizers.trainer',
+    'ReversibleSerialTrainer': 'tfnp_trax.optimizers.trainer',
+})

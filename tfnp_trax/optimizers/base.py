@@ -22,7 +22,7 @@ from tfnp_trax import debug
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import _trees
-from tfnp_trax.optimizers import _validation
+from tfnp_trax.optimizers import validation
 
 __all__ = ['Optimizer', 'SGD', 'l2_norm', 'clip_grads', 'sgd_update']
 
@@ -111,14 +111,14 @@ class Optimizer:
     if isinstance(learning_rate, bool) or not (
         isinstance(learning_rate, (int, float)) or
         hasattr(learning_rate, 'dtype')):
-      raise _validation.HyperparameterTypeError(
+      raise validation.HyperparameterTypeError(
           f'{type(self).__name__}: learning_rate must be a number, got '
           f'{learning_rate!r} ({type(learning_rate).__name__}). A schedule '
           f'(step -> rate) goes to TrainTask(lr_schedule=...), not to the '
           f'optimizer.')
     # A gin binding of the wrong type (`Adam.b1 = "high"`) fails here, not
     # in the first update.
-    _validation.check_numbers(
+    validation.check_numbers(
         type(self), dict(init_opt_params, clip_grad_norm=clip_grad_norm),
         optional=('clip_grad_norm',))
     init_opt_params['learning_rate'] = learning_rate

@@ -3,6 +3,7 @@
 # The names `trax.supervised` binds. `trainer_lib` with its `Trainer` and
 # `train` (Trax's older training API) import lazily (below), so that
 # `import tfnp_trax` does not import gin.
+from tfnp_trax import _reexport
 from tfnp_trax.supervised import callbacks
 from tfnp_trax.supervised import decoding
 from tfnp_trax.supervised import lr_schedules
@@ -15,11 +16,10 @@ __all__ = ['callbacks', 'decoding', 'lr_schedules', 'reversible_trainer',
            'training', 'EvalTask', 'TrainTask']
 
 
-def __getattr__(name):
-  # Trax binds `trainer_lib` and its `train` here; resolving them on first
-  # use keeps gin out of `import tfnp_trax`.
-  if name in ('trainer_lib', 'train', 'Trainer'):
-    import importlib  # pylint: disable=g-import-not-at-top
-    module = importlib.import_module('tfnp_trax.supervised.trainer_lib')
-    return module if name == 'trainer_lib' else getattr(module, name)
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+# Trax binds `trainer_lib` and its `train` here; resolving them on first
+# use keeps gin out of `import tfnp_trax`.
+__getattr__, __dir__ = _reexport.lazy_reexports(globals(), {
+    'trainer_lib': 'tfnp_trax.supervised.trainer_lib',
+    'train': 'tfnp_trax.supervised.trainer_lib',
+    'Trainer': 'tfnp_trax.supervised.trainer_lib',
+})

@@ -22,11 +22,12 @@ import numpy as onp
 import tensorflow as tf
 
 from tfnp_trax import fastmath
+from tfnp_trax import layers as tl
 from tfnp_trax.supervised.loop import evals as evals_lib
 from tfnp_trax.supervised.loop import logs
 from tfnp_trax.supervised import training
 
-__all__ = ['Trainer', 'epochs']
+__all__ = ['Trainer', 'default_metrics', 'epochs']
 
 
 def epochs(total_steps, steps_to_skip, epoch_steps):
@@ -63,6 +64,19 @@ def epochs(total_steps, steps_to_skip, epoch_steps):
     steps_to_go -= steps
     if steps_to_go == 0:
       break
+
+
+def default_metrics():
+  """Trax's default eval metrics of `train`, by name (fresh layers)."""
+  return {
+      'loss': tl.WeightedCategoryCrossEntropy(),
+      'accuracy': tl.WeightedCategoryAccuracy(),
+      'sequence_accuracy': tl.MaskedSequenceAccuracy(),
+      'neg_log_perplexity': tl.Serial(tl.WeightedCategoryCrossEntropy(),
+                                      tl.Negate()),
+      'weights_per_batch_per_core': tl.Serial(tl.Drop(), tl.Drop(),
+                                              tl.Sum()),
+  }
 
 
 class Trainer:
@@ -118,8 +132,7 @@ class Trainer:
                init_checkpoint=None):
     self._inputs = inputs() if callable(inputs) else inputs
     if metrics is None:
-      from tfnp_trax.supervised import trainer_lib  # pylint: disable=g-import-not-at-top
-      metrics = trainer_lib.default_metrics()
+      metrics = default_metrics()
     self._metric_names = sorted(metrics)  # Trax orders them by name.
     self._metric_layers = [metrics[n] for n in self._metric_names]
     self._loss_fn = loss_fn

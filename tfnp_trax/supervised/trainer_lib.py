@@ -47,8 +47,9 @@ import tensorflow as tf
 
 from tfnp_trax import gin_config
 from tfnp_trax import layers as tl
-from tfnp_trax.optimizers import _validation
+from tfnp_trax.optimizers import validation
 from tfnp_trax.supervised import training
+from tfnp_trax.supervised._epoch_trainer import default_metrics
 from tfnp_trax.supervised._epoch_trainer import Trainer
 from tfnp_trax.supervised._epoch_trainer import epochs
 
@@ -65,19 +66,6 @@ _OPTIONAL_INTS = ('eval_steps', 'eval_frequency',
                   'permanent_checkpoint_frequency', 'random_seed',
                   'checkpoints_at', 'permanent_checkpoints_at')
 _INT_LISTS = ('checkpoints_at', 'permanent_checkpoints_at')
-
-
-def default_metrics():
-  """Trax's default eval metrics of `train`, by name (fresh layers)."""
-  return {
-      'loss': tl.WeightedCategoryCrossEntropy(),
-      'accuracy': tl.WeightedCategoryAccuracy(),
-      'sequence_accuracy': tl.MaskedSequenceAccuracy(),
-      'neg_log_perplexity': tl.Serial(tl.WeightedCategoryCrossEntropy(),
-                                      tl.Negate()),
-      'weights_per_batch_per_core': tl.Serial(tl.Drop(), tl.Drop(),
-                                              tl.Sum()),
-  }
 
 
 @gin.configurable(module=_MODULE)
@@ -213,7 +201,7 @@ def train(output_dir,
   """
   # A gin binding of the wrong type (`train.steps = 'ten'`) fails here,
   # naming the parameter, not deep inside the Loop.
-  _validation.check_integers(
+  validation.check_integers(
       train, {'steps': steps, 'eval_steps': eval_steps,
               'eval_frequency': eval_frequency,
               'permanent_checkpoint_frequency': permanent_checkpoint_frequency,

@@ -26,3 +26,5 @@ module. Read them in this order:
 Nothing here is imported by `import tfnp_trax.supervised.loop` itself: each
 part loads with the module that needs it.
 """
+
+__all__ = []

@@ -15,8 +15,8 @@ import numbers
 
 import numpy as onp
 
-__all__ = ['HyperparameterTypeError', 'is_number', 'is_integer', 'number_error', 'check_numbers',
-           'check_integers', 'default_of']
+__all__ = ['HyperparameterTypeError', 'is_number', 'is_integer',
+           'number_error', 'check_numbers', 'check_integers', 'default_of']
 
 
 class HyperparameterTypeError(TypeError):
