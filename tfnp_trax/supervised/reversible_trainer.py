@@ -29,7 +29,8 @@ from tfnp_trax.supervised import _batches
 from tfnp_trax.supervised import _variables
 from tfnp_trax.supervised._reversible_blocks import extract_reversible_blocks
 from tfnp_trax.supervised._reversible_blocks import init_reversible_blocks
-# Float state is averaged over replicas exactly as the standard Trainer does.
+# Float state is averaged over replicas, and the step reduced, exactly as the
+# standard Trainer does.
 from tfnp_trax.supervised import trainer as trainer_lib
 
 __all__ = ['ReversibleSerialTrainer', 'extract_reversible_blocks',
@@ -370,13 +371,8 @@ class ReversibleSerialTrainer:
 
   def _distributed_step(self, batch, rng, step, opt_params):
     self.n_traces += 1
-    loss, stats = self._strategy.run(self._replica_step,
-                                     args=(batch, rng, step, opt_params))
-    mean = tf.distribute.ReduceOp.MEAN
-    loss = self._strategy.reduce(mean, loss, axis=None)
-    stats = {k: self._strategy.reduce(mean, v, axis=None)
-             for k, v in stats.items()}
-    return loss, stats
+    return trainer_lib.run_replicated(self._strategy, self._replica_step,
+                                      (batch, rng, step, opt_params))
 
   def one_step(self, batch, rng, step=0, learning_rate=None):
     """Runs one training step; returns `(loss, stats)` as host scalars.

@@ -17,7 +17,7 @@ from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import _step_calls
 from tfnp_trax.supervised import _variables
 
-__all__ = ['Trainer', 'mean_state', 'split_batch']
+__all__ = ['Trainer', 'mean_state', 'run_replicated', 'split_batch']
 
 
 def mean_state(state):
@@ -33,6 +33,31 @@ def mean_state(state):
     for i, x in zip(floats, averaged):
       flat[i] = x
   return fastmath.tree_unflatten(flat, state)[0]
+
+
+def run_replicated(strategy, replica_fn, args, first_replica_prefix=None):
+  """Runs `replica_fn` on every replica; its `(loss, stats)` averaged.
+
+  The outer part of every replicated training step: `replica_fn` returns
+  a scalar loss and a dict of scalar stats on each replica, and the host
+  gets one mean of each.
+
+  Args:
+    strategy: the tf.distribute strategy.
+    replica_fn: `(*args) -> (loss, stats)`, run in each replica context.
+    args: its arguments (tensors or distributed values).
+    first_replica_prefix: stats whose key starts with this are taken from
+      the first replica instead of averaged (values the replicas agree on
+      that need not be scalars).
+  """
+  loss, stats = strategy.run(replica_fn, args=args)
+  mean = tf.distribute.ReduceOp.MEAN
+  loss = strategy.reduce(mean, loss, axis=None)
+  stats = {k: (strategy.experimental_local_results(v)[0]
+               if first_replica_prefix and k.startswith(first_replica_prefix)
+               else strategy.reduce(mean, v, axis=None))
+           for k, v in stats.items()}
+  return loss, stats
 
 
 def split_batch(batch, strategy, owner, device=None):
@@ -384,16 +409,9 @@ class Trainer:
     step = tf.cast(hparams[0], tf.int32)
     opt_params = {k: tf.cast(hparams[i + 1], tf.float32)
                   for i, k in enumerate(self._default_opt_params)}
-    loss, stats = self._strategy.run(self._replica_step,
-                                     args=(batch, rng, step, opt_params))
-    mean = tf.distribute.ReduceOp.MEAN
-    loss = self._strategy.reduce(mean, loss, axis=None)
     # Replicas agree on new state (see mean_state): the first one's is kept.
-    stats = {k: (self._strategy.experimental_local_results(v)[0]
-                 if k.startswith(_NEW_STATE) else
-                 self._strategy.reduce(mean, v, axis=None))
-             for k, v in stats.items()}
-    return loss, stats
+    return run_replicated(self._strategy, self._replica_step,
+                          (batch, rng, step, opt_params), _NEW_STATE)
 
   def distribute_batch(self, batch):
     """Splits a host batch along axis 0 across the local replicas."""

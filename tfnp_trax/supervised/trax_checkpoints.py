@@ -25,7 +25,7 @@ from tfnp_trax.fastmath import trees
 from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import history as history_lib
 
-__all__ = ['TraxCheckpoint', 'existing_checkpoint_file', 'flat_slots',
+__all__ = ['TraxCheckpoint', 'flat_slots',
            'load_trax_checkpoint', 'remove_partial_writes', 'save',
            'trax_checkpoint_file', 'weights_and_state_for']
 
@@ -55,12 +55,21 @@ class TraxCheckpoint(NamedTuple):
   input_signature: Any
 
 
-def trax_checkpoint_file(path_or_dir, filename='model'):
-  """The `.pkl.gz` file meant by a checkpoint directory or file path."""
+def trax_checkpoint_file(path_or_dir, filename='model', existing=False):
+  """The `.pkl.gz` file meant by a checkpoint directory or file path.
+
+  Args:
+    path_or_dir: a directory holding checkpoint `filename`, or the path of
+      the checkpoint itself (the `.pkl.gz` suffix may be left off).
+    filename: the checkpoint's name within a directory (None: 'model').
+    existing: if True, return None unless the file exists.
+  """
   if os.path.isdir(path_or_dir):
-    path_or_dir = os.path.join(path_or_dir, filename)
+    path_or_dir = os.path.join(path_or_dir, filename or 'model')
   if not path_or_dir.endswith('.pkl.gz'):
     path_or_dir += '.pkl.gz'
+  if existing and not os.path.exists(path_or_dir):
+    return None
   return path_or_dir
 
 
@@ -122,12 +131,6 @@ def remove_partial_writes(directory):
   for path in glob.glob(os.path.join(glob.escape(directory),
                                      '*.gz' + weight_files.PARTIAL_SUFFIX)):
     os.remove(path)
-
-
-def existing_checkpoint_file(directory, filename=None):
-  """The `.pkl.gz` of checkpoint `filename` in `directory`, or None."""
-  path = trax_checkpoint_file(os.path.join(directory, filename or 'model'))
-  return path if os.path.exists(path) else None
 
 
 def load_trax_checkpoint(path_or_dir, filename='model'):

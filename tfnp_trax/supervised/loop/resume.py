@@ -134,7 +134,8 @@ def load_checkpoint(parts, directory, filename):
   # A Loop writes Trax's files beside its own checkpoints; its own ones
   # come first (they hold the data positions and running sums), Trax's
   # files are read where they are all there is (a run of Trax itself).
-  trax_path = trax_checkpoints.existing_checkpoint_file(directory, filename)
+  trax_path = trax_checkpoints.trax_checkpoint_file(
+      os.path.join(directory, filename or 'model'), existing=True)
   if trax_path is not None and not found:
     return _load_trax_checkpoint(parts, trax_path)
   if manager is None:
