@@ -186,7 +186,7 @@ def test_unknown_jit_compile_is_refused():
     (None, None, 'in_place'), (False, True, 'in_place'),
     (None, False, 'tree_update'), ('update', None, 'xla_update'),
     ('update', False, 'xla_update'), (True, None, 'xla_step'),
-    (True, False, 'xla_step')])
+    (True, False, 'xla_step'), (1, None, 'xla_step'), (0, 1, 'in_place')])
 def test_step_program_follows_the_table(jit_compile, fused, program):
   batch = _batch()
   trainer = trainer_lib.Trainer(_linear_model(batch), optimizers.SGD(0.1),

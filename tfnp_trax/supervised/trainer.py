@@ -171,6 +171,11 @@ class Trainer:
     if fused_update not in (None, False, True):
       raise ValueError(f'Trainer: fused_update must be None, True or False, '
                        f'got {fused_update!r}.')
+    # 0 and 1 mean False and True, as in the membership checks above.
+    if jit_compile != 'update':
+      jit_compile = bool(jit_compile)
+    if fused_update is not None:
+      fused_update = bool(fused_update)
     if fused_update is True and jit_compile:
       raise ValueError(
           f'Trainer: fused_update=True updates the variables in place '
