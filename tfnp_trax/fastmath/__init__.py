@@ -88,7 +88,8 @@ from tfnp_trax.fastmath.trees import tree_leaves
 from tfnp_trax.fastmath.trees import tree_unflatten
 
 __all__ = [
-    'numpy', 'checks', 'in_place', 'linalg', 'random', 'abstract_eval', 'Backend',
+    'numpy', 'checks', 'in_place', 'linalg', 'random', 'abstract_eval',
+    'Backend',
     'backend_name', 'set_backend', 'use_backend', 'after', 'cond',
     'fori_loop', 'scan', 'vmap',
     'device_count', 'device_put', 'local_device_count', 'avg_pool', 'conv',
