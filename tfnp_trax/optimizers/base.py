@@ -1,4 +1,4 @@
-"""The Optimizer base class: per-weight `init`/`update`, lifted to weight trees.
+"""The Optimizer base class (per-weight `init`/`update` over weight trees), SGD.
 
 A subclass says what happens to one weight array: `init(weights)` builds its
 slots and `update(step, grads, weights, slots, opt_params)` returns new
@@ -8,6 +8,13 @@ report gradient and weight norms. Everything is pure and traceable:
 hyperparameters travel in the `opt_params` dict of scalars (cast to float32
 for the update), so a learning-rate schedule can change them every step
 without retracing.
+
+An optimizer whose update TensorFlow runs as fused kernels on the variables
+themselves (Adam, and SGD here) also writes them in place:
+`supports_in_place` says whether it can for given variables, and
+`apply_in_place` updates them, with the same norms, read ordering and
+clipping as `tree_update` (`_norms_and_clipping`, their one home). A trainer
+asks the optimizer, never its class.
 
 The object's public state follows Trax: `opt.slots` is None until
 `tree_init`, then holds the latest slots (`tree_update` refreshes it unless
