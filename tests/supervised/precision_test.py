@@ -13,10 +13,10 @@ from tfnp_trax import optimizers
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 import tfnp_trax.layers as tl
-from tfnp_trax.supervised.loop import evals as evals_lib
 from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import trainer as trainer_lib
 from tfnp_trax.supervised import training
+from tfnp_trax.supervised.loop import evals as evals_lib
 
 
 def _bf16(a):

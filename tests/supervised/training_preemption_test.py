@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from tests import _subprocess
-from tfnp_trax.supervised.loop import bookkeeping
 from tfnp_trax.supervised import training
+from tfnp_trax.supervised.loop import bookkeeping
 
 _ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
 _STOPPED = re.compile(r'Loop: (received|another worker received) SIGTERM; '

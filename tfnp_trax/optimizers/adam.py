@@ -96,10 +96,10 @@ class Adam(base.Optimizer):
       return False
     if len(slot_vars) != 2 * len(weight_vars):
       return False
-    return all(s.dtype == jnp.float32 and tuple(s.shape) == tuple(w.shape)
-               for i, w in enumerate(weight_vars)
-               for s in slot_vars[2 * i:2 * i + 2]) and all(
-                   w.dtype == jnp.float32 for w in weight_vars)
+    same_shapes = all(tuple(s.shape) == tuple(w.shape)
+                      for i, w in enumerate(weight_vars)
+                      for s in slot_vars[2 * i:2 * i + 2])
+    return same_shapes and base.float32_variables(weight_vars + slot_vars)
 
   def _decays_in_place(self):
     # Fixed when a step is traced: without decay the step has no decay ops.

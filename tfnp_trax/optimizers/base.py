@@ -31,7 +31,8 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.optimizers import _trees
 from tfnp_trax.optimizers import validation
 
-__all__ = ['Optimizer', 'SGD', 'l2_norm', 'clip_grads', 'sgd_update']
+__all__ = ['Optimizer', 'SGD', 'l2_norm', 'clip_grads', 'sgd_update',
+           'float32_variables']
 
 
 def l2_norm(tree):
@@ -348,7 +349,7 @@ class Optimizer:
         f'supports_in_place first.')
 
 
-def _float32_variables(variables):
+def float32_variables(variables):
   """Whether every variable is float32."""
   return all(v.dtype == jnp.float32 for v in variables)
 
@@ -393,7 +394,7 @@ class SGD(Optimizer):
     # The kernel computes this class's own update. A subclass may change
     # `init`, `update` or `tree_update`, so it opts in by overriding this.
     return (type(self) is SGD and bool(weight_vars) and not slot_vars and  # pylint: disable=unidiomatic-typecheck
-            _float32_variables(weight_vars))
+            float32_variables(weight_vars))
 
   def _apply_in_place(self, step, grads, weight_vars, slot_vars, opt_params):
     del step, slot_vars

@@ -22,8 +22,8 @@ from tfnp_trax import shapes
 from tfnp_trax.layers import naming
 from tfnp_trax.rl import _compiled
 from tfnp_trax.rl import distributions
-from tfnp_trax.supervised.loop import bookkeeping
 from tfnp_trax.supervised import trainer as trainer_lib
+from tfnp_trax.supervised.loop import bookkeeping
 
 __all__ = ['Agent']
 

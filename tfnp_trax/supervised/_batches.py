@@ -54,15 +54,15 @@ class Placed:
 
   Attributes:
     values: the tree of tensors or distributed values passed to the step.
-    flat: whether `values` is a tuple whose leaves are all plain tensors,
-      which the step's host fast path may pass to the traced graph as they
-      are.
+    leaves: when `values` is a tuple whose leaves are all plain tensors,
+      those leaves (the step's host fast path passes them to the traced
+      graph as they are); else None.
   """
 
-  __slots__ = ('values', 'flat')
+  __slots__ = ('values', 'leaves')
 
-  def __init__(self, values, flat):
-    self.values, self.flat = values, flat
+  def __init__(self, values, leaves=None):
+    self.values, self.leaves = values, leaves
 
 
 class BatchDistributor:
@@ -115,18 +115,19 @@ class BatchDistributor:
   def place(self, batch):
     """`batch` as a `Placed` value: split if from the host, else as given.
 
-    Accepts a host batch, a batch already distributed through this
+    Accepts a host batch, or a batch already distributed through this
     strategy (distributed values, or a tuple of them, as a distributed
-    Dataset yields), or a `Placed` value (returned unchanged).
+    Dataset yields).
     """
-    if isinstance(batch, Placed):
-      return batch
     if _is_distributed(batch):
-      return Placed(batch, flat=False)
+      return Placed(batch)
     values = self.split(batch)
-    flat = isinstance(values, tuple) and all(
-        isinstance(x, tf.Tensor) for x in tf.nest.flatten(values))
-    return Placed(values, flat=flat)
+    if not isinstance(values, tuple):
+      return Placed(values)
+    leaves = tf.nest.flatten(values)
+    if not all(isinstance(x, tf.Tensor) for x in leaves):
+      return Placed(values)
+    return Placed(values, leaves)
 
   def iterate(self, dataset, position=0):
     """Iterates `dataset` from batch `position`, distributed over replicas.

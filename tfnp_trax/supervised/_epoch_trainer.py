@@ -23,9 +23,9 @@ import tensorflow as tf
 
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
+from tfnp_trax.supervised import training
 from tfnp_trax.supervised.loop import evals as evals_lib
 from tfnp_trax.supervised.loop import logs
-from tfnp_trax.supervised import training
 
 __all__ = ['Trainer', 'default_metrics', 'epochs']
 

@@ -84,10 +84,9 @@ class StepCaller:
 
   def __call__(self, placed, rng, hparams):
     """Runs the step on a `_batches.Placed` batch."""
-    batch = placed.values
-    if not placed.flat or tf.config.functions_run_eagerly():
+    batch, leaves = placed.values, placed.leaves
+    if leaves is None or tf.config.functions_run_eagerly():
       return self._step_fn(batch, rng, hparams)
-    leaves = tf.nest.flatten(batch)
     layout = (len(batch), len(leaves), getattr(rng, 'dtype', None),
               tuple(getattr(rng, 'shape', ()))) + tuple(
                   (type(x), tuple(x.shape), x.dtype) for x in leaves)

@@ -172,6 +172,8 @@ class ReversibleSerialTrainer:
     self._loss_layer = loss_layer
     self._optimizer_fn = optimizer_fn
     self._strategy = strategy or tf.distribute.get_strategy()
+    self._batches = _batches.BatchDistributor(self._strategy,
+                                              'ReversibleSerialTrainer')
     n_replicas = self._strategy.num_replicas_in_sync
     if n_devices is not None and n_devices != n_replicas:
       raise ValueError(
@@ -406,8 +408,7 @@ class ReversibleSerialTrainer:
       if learning_rate is not None:
         p['learning_rate'] = learning_rate
       params.append({k: tf.constant(v, tf.float32) for k, v in p.items()})
-    batch = _batches.BatchDistributor(
-        self._strategy, 'ReversibleSerialTrainer').place(batch).values
+    batch = self._batches.place(batch).values
     loss, stats = self._step_fn(batch, tf.convert_to_tensor(rng, tf.int32),
                                 tf.constant(step, tf.int32), params)
     # The layers get tensor snapshots of the variables, not NumPy copies, so

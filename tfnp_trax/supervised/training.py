@@ -18,19 +18,18 @@ import tensorflow as tf
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.layers import weight_files
-from tfnp_trax.supervised.loop import inputs as inputs_lib
+from tfnp_trax.supervised import _precision
+from tfnp_trax.supervised import checkpoints
+from tfnp_trax.supervised import trax_checkpoints
+from tfnp_trax.supervised.loop import bookkeeping
 from tfnp_trax.supervised.loop import checkpointing as ckpt_lib
 from tfnp_trax.supervised.loop import evals as evals_lib
+from tfnp_trax.supervised.loop import inputs as inputs_lib
 from tfnp_trax.supervised.loop import logs
 from tfnp_trax.supervised.loop import progress as progress_lib
 from tfnp_trax.supervised.loop import resume as resume_lib
-
-from tfnp_trax.supervised.loop import tasks as tasks_lib
 from tfnp_trax.supervised.loop import task_trainers as trainers_lib
-from tfnp_trax.supervised import _precision
-from tfnp_trax.supervised import checkpoints
-from tfnp_trax.supervised.loop import bookkeeping
-from tfnp_trax.supervised import trax_checkpoints
+from tfnp_trax.supervised.loop import tasks as tasks_lib
 
 __all__ = ['TrainTask', 'EvalTask', 'Loop', 'LossIsNotFiniteError',
            'Preempted', 'pickle_to_file', 'unpickle_from_file']

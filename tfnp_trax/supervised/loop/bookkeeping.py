@@ -25,10 +25,10 @@ from absl import logging
 import tensorflow as tf
 
 import distribute
-from tfnp_trax.supervised.loop import preemption
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import history as history_lib
 from tfnp_trax.supervised import summaries
+from tfnp_trax.supervised.loop import preemption
 
 __all__ = ['RunBookkeeping', 'Preempted', 'CHECKPOINT_ERRORS']
 

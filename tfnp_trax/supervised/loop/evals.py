@@ -13,9 +13,9 @@ import tensorflow as tf
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
+from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised.loop import inputs as inputs_lib
 from tfnp_trax.supervised.loop import task_trainers as trainers_lib
-from tfnp_trax.supervised import _precision
 
 __all__ = ['Evaluator', 'MetricsFunction']
 
@@ -84,7 +84,7 @@ class Evaluator:
                                    lambda batch, weights, state: ())
     # Eval batches are read on the host and run unreplicated.
     self.stream = inputs_lib.InputStream(eval_task.labeled_data,
-                                       tf.distribute.get_strategy())
+                                         tf.distribute.get_strategy())
 
   def evaluate(self, weights, state):
     """Returns {metric name: mean over the eval batches}."""

@@ -15,12 +15,12 @@ import warnings
 import tensorflow as tf
 
 from tfnp_trax import fastmath
-from tfnp_trax.supervised.loop import checkpointing as ckpt_lib
-from tfnp_trax.supervised.loop import logs
-from tfnp_trax.supervised.loop import progress as progress_lib
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import history as history_lib
 from tfnp_trax.supervised import trax_checkpoints
+from tfnp_trax.supervised.loop import checkpointing as ckpt_lib
+from tfnp_trax.supervised.loop import logs
+from tfnp_trax.supervised.loop import progress as progress_lib
 
 __all__ = ['ResumeParts', 'Restored', 'resolve_strategy', 'load_checkpoint']
 
