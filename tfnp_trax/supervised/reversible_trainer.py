@@ -25,7 +25,9 @@ import tensorflow as tf
 from distribute import collectives
 from tfnp_trax import fastmath
 import tfnp_trax.layers as tl
+from tfnp_trax.supervised import _accumulation
 from tfnp_trax.supervised import _batches
+from tfnp_trax.supervised import _ema
 from tfnp_trax.supervised import _variables
 from tfnp_trax.supervised._reversible_blocks import extract_reversible_blocks
 from tfnp_trax.supervised._reversible_blocks import init_reversible_blocks
@@ -144,7 +146,9 @@ class ReversibleSerialTrainer:
 
   def __init__(self, blocks, loss_layer, optimizer_fn, n_devices=None,
                memoize_jit=True, free_accelerators_on_step=False, adasum=False,
-               n_steps_per_log=None, strategy=None, jit_compile=None):
+               n_steps_per_log=None, strategy=None, jit_compile=None,
+               gradient_accumulation_steps=1, ema_decay=None,
+               ema_warmup=True):
     """Creates one optimizer and one set of variables per layer.
 
     Args:
@@ -166,6 +170,14 @@ class ReversibleSerialTrainer:
       strategy: a tf.distribute strategy (default: the current one).
       jit_compile: True compiles the whole step with XLA (one replica only;
         with several, XLA cannot compile the collectives on CPU).
+      gradient_accumulation_steps: k > 1 runs the forward and reversible
+        backward pass on k micro-batches of each batch, one after another,
+        and updates every layer once with the mean gradients (see
+        `Trainer`).
+      ema_decay: None, or a decay in [0, 1): keep an exponential moving
+        average of every layer's weights, updated inside the step (see
+        `Trainer`).
+      ema_warmup: as in `Trainer`.
     """
     del memoize_jit, free_accelerators_on_step
     self._blocks = [(tl.Serial(std), list(rev)) for std, rev in blocks]
@@ -206,6 +218,13 @@ class ReversibleSerialTrainer:
           _variables.VariableTree(slots, self._strategy, f'slot{i}'))
       self._states.append(
           _variables.VariableTree(layer.state, self._strategy, f'state{i}'))
+    self._accumulation_steps = _accumulation.check_steps(
+        gradient_accumulation_steps, 'ReversibleSerialTrainer')
+    self._ema = None
+    if ema_decay is not None:
+      self._ema = _ema.WeightAverage(
+          [layer.weights for layer in self.all_layers], self._strategy,
+          _ema.check_decay(ema_decay, 'ReversibleSerialTrainer'), ema_warmup)
     self._step_fn = tf.function(self._distributed_step, autograph=False)
     whole = jit_compile is True and n_replicas == 1
     self._compute_fn = (tf.function(self._compute, autograph=False,
@@ -268,10 +287,32 @@ class ReversibleSerialTrainer:
       tree.assign(value)
 
   def variables(self):
-    """All variables (weights, slots, state), e.g. for checkpoints."""
-    return {'weights': [v for t in self._weights for v in t.variables],
-            'slots': [v for t in self._slots for v in t.variables],
-            'state': [v for t in self._states for v in t.variables]}
+    """All variables (weights, slots, state, and 'ema' with a moving
+    average), e.g. for checkpoints."""
+    out = {'weights': [v for t in self._weights for v in t.variables],
+           'slots': [v for t in self._slots for v in t.variables],
+           'state': [v for t in self._states for v in t.variables]}
+    if self._ema is not None:
+      out['ema'] = self._ema.variables
+    return out
+
+  @property
+  def gradient_accumulation_steps(self):
+    return self._accumulation_steps
+
+  @property
+  def ema_decay(self):
+    return None if self._ema is None else self._ema.decay
+
+  @property
+  def ema_weights(self):
+    """The moving average of every layer's weights (a list), or None."""
+    return None if self._ema is None else self._ema.tree.numpy()
+
+  def reset_ema(self):
+    """Restarts the moving average from the current weights."""
+    if self._ema is not None:
+      self._ema.reset([t.numpy() for t in self._weights])
 
   # -- The step --------------------------------------------------------------
   def _reduce_grads(self, grads):
@@ -289,12 +330,52 @@ class ReversibleSerialTrainer:
 
   def _compute(self, batch, rng, step, opt_params, weights, slots, states):
     """The pure replica step over per-layer lists of weights/slots/states."""
+    n = len(self.all_layers)
+    new_weights, new_slots = list(weights), list(slots)
+    stats = [None] * n
+
+    def update(i, grads):
+      new_weights[i], new_slots[i], stats[i] = self._update(
+          i, step, grads, weights[i], slots[i], opt_params)
+
+    if self._accumulation_steps == 1:
+      # Each layer is updated as soon as its gradients exist, so they need
+      # not all be held at once.
+      loss, new_states = self._forward_backward(batch, rng, weights, states,
+                                                update)
+    else:
+      def grad_fn(micro_batch, micro_rng, micro_states):
+        grads = [None] * n
+
+        def keep(i, g):
+          grads[i] = g
+        loss, out_states = self._forward_backward(
+            micro_batch, micro_rng, weights, micro_states, keep)
+        return (loss, out_states), grads
+      (loss, new_states), grads = _accumulation.accumulate(
+          grad_fn, batch, rng, list(states), self._accumulation_steps,
+          owner='ReversibleSerialTrainer')
+      for i in range(n):
+        update(i, grads[i])
+    stats[-1] = dict(stats[-1], loss=collectives.pmean(loss))
+    new_states = [trainer_lib.mean_state(s) for s in new_states]
+    joint = {f'layer{j}/{k}': v for j, s in enumerate(stats)
+             for k, v in s.items()}
+    return stats[-1]['loss'], joint, new_weights, new_slots, new_states
+
+  def _forward_backward(self, batch, rng, weights, states, on_grads):
+    """Forward and reversible backward pass of one (micro-)batch.
+
+    Calls `on_grads(i, grads)` with the weight gradients of each layer `i`
+    of `all_layers`, last layer first, as soon as they exist.
+
+    Returns:
+      `(loss, new_states)`: the loss on this replica and the layers' states.
+    """
     layers = self.all_layers
     n = len(layers)
     rngs = fastmath.random.split(rng, n)
-    new_weights, new_slots, new_states = list(weights), list(slots), list(
-        states)
-    stats = [None] * n
+    new_states = list(states)
 
     # Forward: keep the inputs of standard layers only.
     stack, std_inputs, i = batch, [], 0
@@ -314,9 +395,7 @@ class ReversibleSerialTrainer:
         lambda xx, ww: loss_layer.pure_fn(xx, ww, states[-1], rngs[-1]),
         x, weights[-1])
     grad_stack, loss_grads = vjp_fn(tf.ones_like(loss))
-    new_weights[i], new_slots[i], stats[i] = self._update(
-        i, step, loss_grads, weights[i], slots[i], opt_params)
-    stats[i] = dict(stats[i], loss=collectives.pmean(loss))
+    on_grads(i, loss_grads)
 
     # Backward, from the last layer down; reversible layers rebuild their
     # inputs from their outputs.
@@ -328,8 +407,7 @@ class ReversibleSerialTrainer:
         ct = tl.inputs_from_stack(grad_stack, layer.n_out, layer.name)
         x, (x_ct, w_ct) = layer.reverse_and_grad(
             y, ct, weights[i], states[i], new_states[i], rng=rngs[i])
-        new_weights[i], new_slots[i], stats[i] = self._update(
-            i, step, w_ct, weights[i], slots[i], opt_params)
+        on_grads(i, w_ct)
         stack = tl.outputs_onto_stack(x, stack, layer.n_out, layer.n_in)
         grad_stack = tl.outputs_onto_stack(x_ct, grad_stack, layer.n_out,
                                            layer.n_in)
@@ -344,17 +422,12 @@ class ReversibleSerialTrainer:
                                                      rngs[j]),
           x, weights[i])
       x_ct, w_ct = vjp_fn(ct)
-      new_weights[i], new_slots[i], stats[i] = self._update(
-          i, step, w_ct, weights[i], slots[i], opt_params)
+      on_grads(i, w_ct)
       stack = tl.outputs_onto_stack(x, stack, std_layer.n_out,
                                     std_layer.n_in)
       grad_stack = tl.outputs_onto_stack(x_ct, grad_stack,
                                          std_layer.n_out, std_layer.n_in)
-
-    new_states = [trainer_lib.mean_state(s) for s in new_states]
-    joint = {f'layer{j}/{k}': v for j, s in enumerate(stats)
-             for k, v in s.items()}
-    return stats[-1]['loss'], joint, new_weights, new_slots, new_states
+    return loss, new_states
 
   def _replica_step(self, batch, rng, step, opt_params):
     ctx = tf.distribute.get_replica_context()
@@ -368,8 +441,10 @@ class ReversibleSerialTrainer:
       for tree, value in zip(trees, new):
         variables += tree.variables
         values += fastmath.tree_leaves(value)
-    _variables.assign_local(variables, values)
-    return loss, stats
+    updates = _variables.assign_local(variables, values)
+    if self._ema is not None:
+      updates += self._ema.updates(fastmath.tree_leaves(weights))
+    return trainer_lib.after(updates, loss, stats)
 
   def _distributed_step(self, batch, rng, step, opt_params):
     self.n_traces += 1
@@ -408,6 +483,9 @@ class ReversibleSerialTrainer:
       if learning_rate is not None:
         p['learning_rate'] = learning_rate
       params.append({k: tf.constant(v, tf.float32) for k, v in p.items()})
+    _accumulation.check_batch(batch, self._accumulation_steps,
+                              self._n_devices,
+                              'ReversibleSerialTrainer.one_step')
     batch = self._batches.place(batch).values
     loss, stats = self._step_fn(batch, tf.convert_to_tensor(rng, tf.int32),
                                 tf.constant(step, tf.int32), params)

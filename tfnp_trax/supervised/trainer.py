@@ -12,12 +12,14 @@ import tensorflow as tf
 
 from distribute import collectives
 from tfnp_trax import fastmath
+from tfnp_trax.supervised import _accumulation
 from tfnp_trax.supervised import _batches
+from tfnp_trax.supervised import _ema
 from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import _step_calls
 from tfnp_trax.supervised import _variables
 
-__all__ = ['Trainer', 'mean_state', 'run_replicated', 'split_batch']
+__all__ = ['Trainer', 'after', 'mean_state', 'run_replicated', 'split_batch']
 
 
 def mean_state(state):
@@ -85,7 +87,7 @@ def split_batch(batch, strategy, owner, device=None):
 _NEW_STATE = '_new_state/'
 
 
-def _after(updates, loss, stats):
+def after(updates, loss, stats):
   """`(loss, stats)`, available only once `updates` have run."""
   with tf.control_dependencies(updates):
     return tf.identity(loss), {k: tf.identity(v) for k, v in stats.items()}
@@ -111,7 +113,9 @@ class Trainer:
   """
 
   def __init__(self, model_with_loss, optimizer, strategy=None,
-               jit_compile=None, fused_update=None, precision=None):
+               jit_compile=None, fused_update=None, precision=None,
+               gradient_accumulation_steps=1, ema_decay=None,
+               ema_warmup=True):
     """Creates variables for weights, slots and state under `strategy`.
 
     What one step runs (`step_program` names it):
@@ -156,6 +160,17 @@ class Trainer:
         step casts the float32 weights and the model's float32 inputs to
         bfloat16 and computes in bfloat16, while weights, optimizer slots
         and state stay float32 variables and the returned loss is float32.
+      gradient_accumulation_steps: k > 1 splits each batch along axis 0
+        into k micro-batches inside the step, runs them one after another
+        and updates once with the mean of their gradients (see
+        `_accumulation`); the batch must hold k x replicas x the
+        micro-batch.
+      ema_decay: None, or a decay in [0, 1): the trainer then keeps an
+        exponential moving average of the weights, updated inside every
+        step (`ema_weights`; see `_ema`).
+      ema_warmup: with `ema_decay`, use `min(ema_decay, (1 + n) / (10 + n))`
+        after n averaged updates, as `tf.train.ExponentialMovingAverage`
+        does; False keeps the decay fixed, as Keras's `ema_momentum`.
 
     Raises:
       ValueError: for an uninitialized model, an unknown `jit_compile`, or
@@ -182,6 +197,10 @@ class Trainer:
           f'without XLA, but jit_compile={jit_compile!r} compiles the update '
           f'with XLA; pass one of them (fused_update=None picks the in-place '
           f'update whenever no XLA is asked for).')
+    self._accumulation_steps = _accumulation.check_steps(
+        gradient_accumulation_steps, 'Trainer')
+    if ema_decay is not None:
+      ema_decay = _ema.check_decay(ema_decay, 'Trainer')
     self._model = model_with_loss
     self._compute_dtype = _precision.resolve(precision, 'Trainer')
     self._n_model_inputs = _precision.model_inputs(model_with_loss)
@@ -194,6 +213,9 @@ class Trainer:
     self._weights = _variables.VariableTree(weights, self._strategy, 'w')
     self._slots = _variables.VariableTree(slots, self._strategy, 'slot')
     self._state = _variables.VariableTree(state, self._strategy, 'state')
+    self._ema = (None if ema_decay is None else
+                 _ema.WeightAverage(weights, self._strategy, ema_decay,
+                                    ema_warmup))
     # With one replica on a CPU, per-step inputs made from host arrays
     # (batches, the packed hyperparameters) are placed on the weights'
     # device when they are made, which makes each call of the compiled
@@ -333,10 +355,43 @@ class Trainer:
     self._slots.assign(slots)
 
   def variables(self):
-    """All variables (weights, slots, state), e.g. for checkpoints."""
-    return {'weights': self._weights.variables,
-            'slots': self._slots.variables,
-            'state': self._state.variables}
+    """All variables (weights, slots, state, and the weights' moving average
+    with its update count under 'ema' when there is one), e.g. for
+    checkpoints."""
+    out = {'weights': self._weights.variables,
+           'slots': self._slots.variables,
+           'state': self._state.variables}
+    if self._ema is not None:
+      out['ema'] = self._ema.variables
+    return out
+
+  @property
+  def gradient_accumulation_steps(self):
+    """How many micro-batches each step splits its batch into."""
+    return self._accumulation_steps
+
+  @property
+  def ema_decay(self):
+    """The decay of the weights' moving average, or None without one."""
+    return None if self._ema is None else self._ema.decay
+
+  @property
+  def ema_weights(self):
+    """The moving average of the weights, as NumPy arrays (or None)."""
+    return None if self._ema is None else self._ema.tree.numpy()
+
+  @ema_weights.setter
+  def ema_weights(self, weights):
+    if self._ema is None:
+      raise ValueError('Trainer.ema_weights: this trainer keeps no moving '
+                       'average; pass ema_decay=... when building it.')
+    self._ema.tree.check_like(weights, 'Trainer.ema_weights')
+    self._ema.tree.assign(weights)
+
+  def reset_ema(self):
+    """Restarts the moving average from the current weights."""
+    if self._ema is not None:
+      self._ema.reset(self._weights.numpy())
 
   @property
   def precision(self):
@@ -344,7 +399,15 @@ class Trainer:
     return 'bfloat16' if self._compute_dtype is not None else 'float32'
 
   def _loss_and_grads(self, batch, rng, weights, state):
-    """`((loss, new_state), grads)` of the model with loss at `weights`."""
+    """`((loss, new_state), grads)` of the model with loss at `weights`,
+    averaged over the step's micro-batches (see `_accumulation`)."""
+    return _accumulation.accumulate(
+        lambda b, r, s: self._micro_loss_and_grads(b, r, weights, s),
+        batch, rng, state, self._accumulation_steps,
+        fold_rng=self._model.uses_rng, owner='Trainer')
+
+  def _micro_loss_and_grads(self, batch, rng, weights, state):
+    """`((loss, new_state), grads)` on one (micro-)batch."""
     if self._compute_dtype is not None:
       batch = _precision.cast_inputs(batch, self._n_model_inputs,
                                      self._compute_dtype)
@@ -380,8 +443,12 @@ class Trainer:
     stats, updates = self._optimizer.apply_in_place(
         step, fastmath.tree_leaves(grads), fastmath.tree_leaves(weights),
         self._weights.variables, self._slots.variables, opt_params)
+    if self._ema is not None:
+      with tf.control_dependencies(updates):
+        new_weights = [v.read_value() for v in self._weights.variables]
+      updates = updates + self._ema.updates(new_weights)
     state_updates, reshaped = self._state_writes(mean_state(new_state))
-    return _after(updates + state_updates, loss, dict(stats, **reshaped))
+    return after(updates + state_updates, loss, dict(stats, **reshaped))
 
   def _compute_and_write(self, batch, rng, step, opt_params):
     """`_compute`, then the new weights, slots and state written."""
@@ -391,8 +458,10 @@ class Trainer:
     updates = _variables.assign_local(
         self._weights.variables + self._slots.variables,
         fastmath.tree_leaves(new_weights) + fastmath.tree_leaves(new_slots))
+    if self._ema is not None:
+      updates += self._ema.updates(fastmath.tree_leaves(new_weights))
     state_updates, reshaped = self._state_writes(new_state)
-    return _after(updates + state_updates, loss, dict(stats, **reshaped))
+    return after(updates + state_updates, loss, dict(stats, **reshaped))
 
   def _update(self, step, grads, weights, slots, opt_params):
     return self._optimizer.tree_update(step, grads, weights, slots,
@@ -459,6 +528,9 @@ class Trainer:
             f'of {type(self._optimizer).__name__} (it has '
             f'{sorted(self._default_opt_params)}).')
     hparams = self._pack_hparams(step, params)
+    _accumulation.check_batch(batch, self._accumulation_steps,
+                              self._strategy.num_replicas_in_sync,
+                              'Trainer.one_step')
     loss, stats = self._caller(self._batches.place(batch), rng, hparams)
     if any(k.startswith(_NEW_STATE) for k in stats):
       reshaped = {int(k[len(_NEW_STATE):]): stats.pop(k)

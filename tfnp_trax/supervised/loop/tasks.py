@@ -6,6 +6,7 @@ import numbers
 import tensorflow as tf
 
 from tfnp_trax.layers import base as layer_base
+from tfnp_trax.supervised import _accumulation
 
 __all__ = ['TrainTask', 'EvalTask']
 
@@ -65,12 +66,19 @@ class TrainTask:
       batch of `labeled_data`, which is still trained on).
     export_prefix: the folder name of this task's summaries when a Loop
       trains several tasks.
+    gradient_accumulation_steps: k > 1 trains on k batches of
+      `labeled_data` per update: the Loop joins them and the compiled step
+      runs them as micro-batches one after another, updating once with the
+      mean of their gradients (one step on the joined batch, with the
+      activation memory of one batch). The Loop's step, History and
+      checkpoints count updates. Each batch must divide by the replicas.
   """
 
   def __init__(self, labeled_data, loss_layer, optimizer, lr_schedule=None,
                n_steps_per_checkpoint=100,
                n_steps_per_permanent_checkpoint=None, loss_name=None,
-               sample_batch=None, export_prefix=None):
+               sample_batch=None, export_prefix=None,
+               gradient_accumulation_steps=1):
     # Trax takes None as "never"; 0 failed at the second step (a modulo by
     # zero) and a negative period silently checkpointed every |n| steps.
     _check_period('TrainTask', 'n_steps_per_checkpoint',
@@ -78,6 +86,8 @@ class TrainTask:
     _check_period('TrainTask', 'n_steps_per_permanent_checkpoint',
                   n_steps_per_permanent_checkpoint,
                   'no permanent checkpoints')
+    self._gradient_accumulation_steps = _accumulation.check_steps(
+        gradient_accumulation_steps, 'TrainTask')
     if sample_batch is None:
       sample_batch, labeled_data = _peek('TrainTask', labeled_data)
     self._labeled_data = labeled_data
@@ -101,6 +111,9 @@ class TrainTask:
       lambda self: self._n_steps_per_checkpoint)
   n_steps_per_permanent_checkpoint = property(
       lambda self: self._n_steps_per_permanent_checkpoint)
+  gradient_accumulation_steps = property(
+      lambda self: self._gradient_accumulation_steps,
+      doc='Batches of labeled_data (micro-batches) per update.')
 
   def next_batch(self):
     """The next batch of `labeled_data` (an iterator)."""
