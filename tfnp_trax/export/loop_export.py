@@ -21,7 +21,7 @@ def _with_batch(sigs, batch):
                for s in sigs)
 
 
-def export_loop(loop, path, batch_polymorphic=True):
+def export_loop(loop, path, batch_polymorphic=True, use_ema=None):
   """Saves `loop.eval_model` with its trained weights to `path`.
 
   The input signature is taken from the Loop's training data: the first
@@ -33,6 +33,10 @@ def export_loop(loop, path, batch_polymorphic=True):
     loop: a `tfnp_trax.supervised.training.Loop` (trained or not).
     path: the SavedModel directory to write.
     batch_polymorphic: try an unknown batch size first.
+    use_ema: write the moving average of the weights (a Loop built with
+      `ema_decay`) instead of the trained weights. None (the default) does
+      so when the Loop evaluates with it (`eval_with_ema`); True without
+      an average raises.
 
   Returns:
     The input signature used (a tuple of ShapeDtypes).
@@ -47,6 +51,17 @@ def export_loop(loop, path, batch_polymorphic=True):
     weights, state = model.weights, model.state
   else:  # A separate eval model is given its weights only after training.
     weights, state = loop.model.weights, loop.model.state
+  ema = getattr(loop, 'ema_weights', None)
+  if use_ema and ema is None:
+    raise ValueError('export_loop: use_ema=True, but the Loop keeps no '
+                     'moving average of the weights; build it with '
+                     'ema_decay=... or pass use_ema=None.')
+  if use_ema is None:
+    use_ema = ema is not None and getattr(loop, 'eval_with_ema', False)
+  if use_ema:
+    weights = ema
+  elif ema is not None:  # The trained weights, which the model layer holds.
+    weights = loop.model.weights
   sigs = _input_signatures(loop, model.n_in)
   candidates = [_with_batch(sigs, None), sigs] if batch_polymorphic else [sigs]
   for i, candidate in enumerate(candidates):

@@ -149,6 +149,19 @@ class Loop:
       ...), which `Layer.init_from_file` and Trax itself read. A run
       resumes from its own checkpoints either way; False saves the disk
       and time of the second copy.
+    ema_decay: None, or a decay d in [0, 1) (e.g. 0.999): keep an
+      exponential moving average of the model's weights, updated inside
+      every training step and starting from the initial weights. After n
+      averaged updates the next one uses `min(d, (1 + n) / (10 + n))` (the
+      warm-up of `tf.train.ExponentialMovingAverage`), or d itself with
+      `ema_warmup=False` (Keras's `ema_momentum`). Checkpoints hold the
+      average and a resumed run goes on with it; `ema_weights` gives it.
+      Setting weights (`update_weights_and_state`, restoring Trax's weight
+      files) restarts it from them.
+    ema_warmup: see `ema_decay`.
+    eval_with_ema: with `ema_decay`, evals run on the averaged weights (and
+      `eval_model`, when it is not `model`, holds them); False evaluates
+      the trained weights themselves.
   """
 
   def __init__(self, model, tasks, eval_model=None, eval_tasks=None,
@@ -159,7 +172,8 @@ class Loop:
                use_memory_efficient_trainer=False, adasum=False,
                callbacks=None, *, strategy=None, keep_checkpoints=3,
                jit_compile=None, checkpoint_errors='raise', precision=None,
-               trax_checkpoint_files=True):
+               trax_checkpoint_files=True, ema_decay=None, ema_warmup=True,
+               eval_with_ema=True):
     tasks = list(tasks) if isinstance(tasks, (list, tuple)) else [tasks]
     if not tasks:
       raise ValueError('Loop: tasks is empty; give at least one TrainTask.')
@@ -223,7 +237,8 @@ class Loop:
       self._trainers = trainers_lib.ReversibleTaskTrainers(
           model, tasks, self._strategy, self._rng,
           loss_chunk_size=loss_chunk_size, adasum=adasum,
-          jit_compile=jit_compile)
+          jit_compile=jit_compile, ema_decay=ema_decay,
+          ema_warmup=ema_warmup)
     else:
       if loss_chunk_size:
         logs.log(f'Loop: loss_chunk_size={loss_chunk_size} only applies '
@@ -231,9 +246,11 @@ class Loop:
                  stdout=False)
       self._trainers = trainers_lib.TaskTrainers(
           model, tasks, self._strategy, self._rng, jit_compile=jit_compile,
-          precision=precision)
-    self._streams = [inputs_lib.InputStream(t.labeled_data, self._strategy)
-                     for t in tasks]
+          precision=precision, ema_decay=ema_decay, ema_warmup=ema_warmup)
+    self._eval_with_ema = bool(eval_with_ema) and ema_decay is not None
+    self._streams = [inputs_lib.InputStream(
+        t.labeled_data, self._strategy,
+        group=t.gradient_accumulation_steps) for t in tasks]
     self._evaluators = [evals_lib.Evaluator(self._eval_model, t,
                                               precision=precision)
                         for t in self._eval_tasks]
@@ -295,6 +312,23 @@ class Loop:
   def trainer(self):
     """The Trainer of the first task."""
     return self._trainers.trainers[0]
+
+  eval_with_ema = property(
+      lambda self: self._eval_with_ema,
+      doc='Whether evals run on the moving average of the weights.')
+
+  @property
+  def ema_weights(self):
+    """The moving average of the model's weights (a tree like
+    `model.weights`, NumPy arrays), or None without `ema_decay`."""
+    leaves = self._trainers.model_ema_weights()
+    if leaves is None:
+      return None
+    return fastmath.tree_unflatten(leaves, self._model.weights)[0]
+
+  def _eval_weights(self, weights):
+    """The weights evals run on: the average, or `weights` themselves."""
+    return self.ema_weights if self._eval_with_ema else weights
 
   def new_rng(self):
     """A new single-use random key (steps use their own, see `run`)."""
@@ -481,7 +515,9 @@ class Loop:
     self._model.weights, self._model.state = (to_tensors(weights),
                                               to_tensors(state))
     if self._eval_model is not self._model:
-      self._eval_model.weights = self._model.weights
+      self._eval_model.weights = (to_tensors(self._eval_weights(weights))
+                                  if self._eval_with_ema else
+                                  self._model.weights)
 
   # -- Evaluation and logging -------------------------------------------------
   def run_evals(self, summary_writers=None):
@@ -494,6 +530,7 @@ class Loop:
     self._sync_model()
     self._eval_model.state = self._model.state
     weights, state = self._trainers.model_weights_and_state()
+    weights = self._eval_weights(weights)
     results = {}
     for evaluator, writer in zip(self._evaluators, summary_writers):
       values = evaluator.evaluate(weights, state)

@@ -59,6 +59,11 @@ def variable_groups(task_trainers, loop_variables):
         (n, list(v.shape)) for n, v in zip(names, group['weights'])]
     manifest['state' + suffix] = [
         (f'state_{j}', list(v.shape)) for j, v in enumerate(group['state'])]
+    if 'ema' in group:  # The weights' moving average, then its count.
+      variables['ema' + suffix] = group['ema']
+      manifest['ema' + suffix] = [
+          (f'ema/{n}', list(v.shape))
+          for n, v in zip(names + ['count'], group['ema'])]
   variables['loop'] = loop_variables.as_list()
   return variables, manifest
 

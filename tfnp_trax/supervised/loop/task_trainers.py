@@ -90,17 +90,33 @@ class _ModelTrainers:
     return len(self.trainers)
 
   def _model_variables(self, i, kind):
-    n = self._n_weights if kind == 'weights' else self._n_state
+    n = self._n_state if kind == 'state' else self._n_weights
     return self.trainers[i].variables()[kind][:n]
 
+  @property
+  def has_ema(self):
+    """Whether the trainers keep a moving average of the weights."""
+    return self.trainers[0].ema_decay is not None
+
   def set_model(self, weights=None, state=None):
-    """Writes model weights and/or state into every trainer."""
+    """Writes model weights and/or state into every trainer.
+
+    New weights restart the moving average (if any) from them.
+    """
     for i in range(len(self.trainers)):
       for kind, tree in (('weights', weights), ('state', state)):
         if tree is not None:
           for v, x in zip(self._model_variables(i, kind),
                           fastmath.tree_leaves(tree)):
             v.assign(tf.cast(x, v.dtype))
+      if weights is not None:
+        self.trainers[i].reset_ema()
+
+  def model_ema_weights(self):
+    """The newest moving average of the model's weights (leaves), or None."""
+    if not self.has_ema:
+      return None
+    return [v.numpy() for v in self._model_variables(self.active, 'ema')]
 
   def all_finite(self):
     """Whether every float weight of the newest model is finite."""
@@ -130,10 +146,12 @@ class TaskTrainers(_ModelTrainers):
     rng: the key that initializes an uninitialized model.
     jit_compile: passed to each Trainer.
     precision: passed to each Trainer (None/'float32' or 'bf16').
+    ema_decay, ema_warmup: passed to each Trainer (a moving average of the
+      weights; see `Trainer`).
   """
 
   def __init__(self, model, tasks, strategy, rng, jit_compile=None,
-               precision=None):
+               precision=None, ema_decay=None, ema_warmup=True):
     self.models_with_loss = []
     self.trainers = []
     for task in tasks:
@@ -144,16 +162,24 @@ class TaskTrainers(_ModelTrainers):
       self.models_with_loss.append(with_loss)
       self.trainers.append(trainer_lib.Trainer(
           with_loss, task.optimizer, strategy, jit_compile=jit_compile,
-          precision=precision))
+          precision=precision,
+          gradient_accumulation_steps=task.gradient_accumulation_steps,
+          ema_decay=ema_decay, ema_warmup=ema_warmup))
     self._n_weights = len(fastmath.tree_leaves(model.weights))
     self._n_state = len(fastmath.tree_leaves(model.state))
     self.active = 0  # The trainer holding the newest model weights.
 
   def _copy_model(self, src, dst):
-    for kind in ('weights', 'state'):
+    kinds = ['weights', 'state']
+    if self.has_ema:
+      kinds.append('ema')
+    for kind in kinds:
       for d, s in zip(self._model_variables(dst, kind),
                       self._model_variables(src, kind)):
         d.assign(s.read_value())
+    if self.has_ema:  # The update count, which the averages' decay reads.
+      self.trainers[dst].variables()['ema'][-1].assign(
+          self.trainers[src].variables()['ema'][-1].read_value())
 
   def activate(self, i):
     """Makes trainer `i` hold the newest model weights and state."""
@@ -187,10 +213,12 @@ class ReversibleTaskTrainers(_ModelTrainers):
       positions (see `extract_reversible_blocks`).
     adasum: combine replica gradients with Adasum.
     jit_compile: passed to the trainer.
+    ema_decay, ema_warmup: passed to the trainer.
   """
 
   def __init__(self, model, tasks, strategy, rng, loss_chunk_size=0,
-               adasum=False, jit_compile=None):
+               adasum=False, jit_compile=None, ema_decay=None,
+               ema_warmup=True):
     if len(tasks) != 1:
       raise ValueError(
           f'Loop: use_memory_efficient_trainer=True trains exactly one '
@@ -208,7 +236,9 @@ class ReversibleTaskTrainers(_ModelTrainers):
     self._model = model
     self.trainer = rt.ReversibleSerialTrainer(
         blocks, loss_layer, task.optimizer, adasum=adasum, strategy=strategy,
-        jit_compile=jit_compile)
+        jit_compile=jit_compile,
+        gradient_accumulation_steps=task.gradient_accumulation_steps,
+        ema_decay=ema_decay, ema_warmup=ema_warmup)
     self.trainers = [self.trainer]
     # The trainer keeps one variable group per layer, in this order, so
     # their leaves line up with this Serial's weights (for the manifest's
