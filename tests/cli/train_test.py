@@ -199,7 +199,8 @@ def test_task_defaults_are_named():
   defaults = train._DEFAULTS['digits']  # pylint: disable=protected-access
   assert isinstance(defaults, train.TaskDefaults)
   assert defaults._asdict() == {'steps': 600, 'batch_size': 64,
-                                'learning_rate': 1e-3, 'eval_every': 100}
+                                'learning_rate': 1e-3, 'eval_every': 100,
+                                'budget_steps': 600}
   assert set(train._DEFAULTS) == {'pylm', 'digits', 'copy'}  # pylint: disable=protected-access
 
 
@@ -231,3 +232,44 @@ def test_precision_flag_default_and_bad_value(capsys):
   assert train.main(['tfnp-trax train', '--precision', 'fp16']) == 2
   assert ("flag --precision=fp16: value should be one of <float32|bf16>"
           in capsys.readouterr().err)
+
+
+def test_default_pylm_run_fits_the_model_size_to_the_budget(
+    tmp_path, capsys, monkeypatch):
+  from tfnp_trax.cli import _model_size  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
+  # A ladder of toy sizes: 'b' gets its 10 steps in any budget, 'c' can
+  # never get 10**9, so the run takes 'b' and never times 'd'.
+  ladder = (_model_size.Size('a', 1, 8, 2, 16, 2, 5e-3, 0),
+            _model_size.Size('b', 1, 16, 2, 16, 4, 5e-3, 10),
+            _model_size.Size('c', 2, 16, 2, 16, 4, 5e-3, 10 ** 9),
+            _model_size.Size('d', 2, 32, 2, 16, 4, 5e-3, 0))
+  monkeypatch.setattr(_model_size, 'LADDER', ladder)
+  timed = []
+  probe = _model_size.probe_step_seconds
+
+  def timing(size, *args, **kwargs):
+    timed.append(size.name)
+    return probe(size, *args, **kwargs, timed_s=0.2)
+  monkeypatch.setattr(_model_size, 'probe_step_seconds', timing)
+  flags = ['tfnp-trax train', '--time_budget', '25s', '--sample_length',
+           '8', '--output_dir', str(tmp_path)]
+  assert train.main(flags) == 0
+  out = capsys.readouterr().out
+  assert timed == ['a', 'b', 'c']
+  lines = out.splitlines()
+  start = lines.index(next(l for l in lines if l.startswith('Choosing')))
+  assert lines[start + 1].startswith('  a (1 layer x 8 wide, batches of 2 x '
+                                     '16 bytes): ')
+  assert '(needs 1000000000)' in lines[start + 3]
+  assert lines[start + 4].startswith('Chose b: 1 layer x 16 wide')
+  assert 'Batch 4, peak learning rate 0.005.' in lines
+  choice = _model_size.read_size(str(tmp_path))
+  assert choice.size == ladder[1]
+  assert re.search(r'Eval: [0-9.]+ bits/char', out)
+  # Rerunning the command resumes the same model, without timing again.
+  timed.clear()
+  assert train.main(flags) == 0
+  again = capsys.readouterr().out
+  assert timed == [] and 'Resuming the model size chosen in' in again
+  assert 'Resuming with the' in again  # ... and the same step count.

@@ -74,7 +74,8 @@ flags.DEFINE_float('learning_rate', None, 'Peak learning rate (a positive '
                    'number; default: per task).', flag_values=FLAGS)
 flags.DEFINE_integer('seed', 0, 'Random seed.', lower_bound=0,
                      flag_values=FLAGS)
-flags.DEFINE_integer('seq_len', 64, 'Sequence length for pylm.',
+flags.DEFINE_integer('seq_len', 128, 'Sequence length for pylm (128 '
+                     'holds the default sample of 127 bytes).',
                      lower_bound=1, flag_values=FLAGS)
 flags.DEFINE_integer('d_model', 128, 'Transformer width (a multiple of '
                      '--n_heads).', lower_bound=1, flag_values=FLAGS)

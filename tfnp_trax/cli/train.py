@@ -25,6 +25,7 @@ from absl import flags
 import numpy as onp
 
 from tfnp_trax.cli import _budget_run
+from tfnp_trax.cli import _model_size
 from tfnp_trax.cli import _progress
 from tfnp_trax.cli import _time_budget
 from tfnp_trax.cli import _train_flags
@@ -36,36 +37,48 @@ FLAGS = _train_flags.FLAGS
 
 
 class TaskDefaults(NamedTuple):
-  """What `tfnp-trax train` uses for a task unless a flag overrides it."""
+  """What `tfnp-trax train` uses for a task unless a flag overrides it.
+
+  `steps` is the step count without a time budget; with one, the run
+  takes as many steps as fit, at most `budget_steps` (None: no limit).
+  """
   steps: int
   batch_size: int
   learning_rate: float
   eval_every: int
+  budget_steps: int
+
+# Of the budget left after the start-up, the share the model-size choice
+# counts on for training steps, and seconds kept for the exit and sample.
+_TRAIN_FRACTION = 0.85
+# A budgeted run with no step limit stops by the budget long before this.
+_UNCAPPED = 10_000_000
+_RESERVE_S = 10.0
 
 
 _DEFAULTS = {
-    # Short sequences, small batches and one layer: on a slow 2-core CPU
-    # the 4-minute budget buys ~2000 such steps, which reach ~2.4 bits/char
-    # where the earlier 2-layer, 128 x 32 batches managed 320 steps and 3.2.
+    # pylm's model and batches: the flags' (1 layer x 128, 16 x 128
+    # bytes), or with a time budget and none of the model flags, the size
+    # fitted to the machine (`_lm_size`).
     'pylm': TaskDefaults(steps=2000, batch_size=16, learning_rate=5e-3,
-                         eval_every=250),
+                         eval_every=250, budget_steps=None),
     'digits': TaskDefaults(steps=600, batch_size=64, learning_rate=1e-3,
-                           eval_every=100),
+                           eval_every=100, budget_steps=600),
     'copy': TaskDefaults(steps=1500, batch_size=32, learning_rate=1e-3,
-                         eval_every=250),
+                         eval_every=250, budget_steps=1500),
 }
 
 
-def _tasks(task, batch_size, seed):
+def _tasks(task, batch_size, seed, seq_len, corpus=None):
   """Returns (train_stream, eval_stream, n_eval_batches, vocab, info)."""
   from tfnp_trax import data  # pylint: disable=g-import-not-at-top
   if task == 'pylm':
-    train, evals = data.load_corpus()
+    train, evals = corpus or data.load_corpus()
     info = {'unigram_bits': data.unigram_bits_per_char(train, evals)}
     # About 32k eval bytes: 8k left eval-to-eval noise of ~0.1 bits/char.
-    n_eval = max(8, 32768 // (batch_size * FLAGS.seq_len))
-    return (data.lm_batches(train, batch_size, FLAGS.seq_len, seed),
-            data.lm_batches(evals, batch_size, FLAGS.seq_len, seed + 1),
+    n_eval = max(8, 32768 // (batch_size * seq_len))
+    return (data.lm_batches(train, batch_size, seq_len, seed),
+            data.lm_batches(evals, batch_size, seq_len, seed + 1),
             n_eval, data.pylm.VOCAB_SIZE, info)
   if task == 'digits':
     (xtr, ytr), (xte, yte) = data.load_digits_split(seed=seed)
@@ -78,8 +91,30 @@ def _tasks(task, batch_size, seed):
           data.copy_batches(batch_size, 16, vocab, seed + 1), 4, vocab, {})
 
 
-def build(model_name, task, vocab, mode='train'):
-  """The model for a (model, task) pair, in the given mode."""
+class LMShape(NamedTuple):
+  """The TransformerLM's dimensions and its training windows."""
+  n_layers: int
+  d_model: int
+  n_heads: int
+  seq_len: int
+
+
+def flag_shape(task):
+  """The LMShape the flags give (each unset one at its default)."""
+  return LMShape(n_layers=FLAGS.n_layers or (1 if task == 'pylm' else 2),
+                 d_model=FLAGS.d_model, n_heads=FLAGS.n_heads,
+                 seq_len=FLAGS.seq_len)
+
+
+def build(model_name, task, vocab, mode='train', shape=None):
+  """The model for a (model, task) pair, in the given mode.
+
+  Args:
+    model_name, task: the --model and --task values.
+    vocab: the vocabulary (or class count).
+    mode: 'train', 'eval' or 'predict'.
+    shape: the TransformerLM's LMShape (default: from the flags).
+  """
   import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top
   from tfnp_trax import models  # pylint: disable=g-import-not-at-top
   sequence_task = task in ('pylm', 'copy')
@@ -88,11 +123,11 @@ def build(model_name, task, vocab, mode='train'):
       raise flags.ValidationError(
           f'--model transformer_lm needs a sequence task (pylm, copy), got '
           f'--task {task}.')
+    shape = shape or flag_shape(task)
     return models.TransformerLM(
-        vocab, d_model=FLAGS.d_model, d_ff=4 * FLAGS.d_model,
-        n_layers=FLAGS.n_layers or (1 if task == 'pylm' else 2),
-        n_heads=FLAGS.n_heads,
-        max_len=max(FLAGS.seq_len, FLAGS.sample_length + 1), dropout=0.0,
+        vocab, d_model=shape.d_model, d_ff=4 * shape.d_model,
+        n_layers=shape.n_layers, n_heads=shape.n_heads,
+        max_len=max(shape.seq_len, FLAGS.sample_length + 1), dropout=0.0,
         mode=mode)
   if sequence_task:
     raise flags.ValidationError(
@@ -139,37 +174,53 @@ def main(argv, started_at=None):
   from tfnp_trax.supervised import training  # pylint: disable=g-import-not-at-top
 
   defaults = _DEFAULTS[FLAGS.task]
-  max_steps = FLAGS.steps or defaults.steps
-  batch_size = FLAGS.batch_size or defaults.batch_size
-  lr = FLAGS.learning_rate or defaults.learning_rate
-  eval_every = FLAGS.eval_every or defaults.eval_every
-  checkpoint_every = FLAGS.checkpoint_every or eval_every
   budget_s = _train_flags.budget_seconds()
+  cap = FLAGS.steps or (defaults.budget_steps if budget_s else
+                        defaults.steps)
+  max_steps = cap or _UNCAPPED
   output_dir = os.path.expanduser(_train_flags.output_dir())
   ckpt_dir = os.path.join(output_dir, 'checkpoints')
+  resumed = os.path.isdir(ckpt_dir) and bool(os.listdir(ckpt_dir))
   # Said at once: on a slow machine the data and model take a few seconds.
-  limit = (f'time budget {_time_budget.format_duration(budget_s)}, at most '
-           f'{max_steps} steps' if budget_s else f'{max_steps} steps')
-  print(f'Training {FLAGS.model} on {FLAGS.task}: {limit}, batch '
-        f'{batch_size}, output {output_dir}', flush=True)
+  limit = f'{max_steps} steps'
+  if budget_s:
+    limit = f'time budget {_time_budget.format_duration(budget_s)}' + (
+        f', at most {limit}' if cap else '')
+  print(f'Training {FLAGS.model} on {FLAGS.task}: {limit}, output '
+        f'{output_dir}', flush=True)
 
   strategy = strategy_lib.get_strategy(FLAGS.strategy)
+  corpus = None
+  if FLAGS.task == 'pylm':
+    from tfnp_trax import data  # pylint: disable=g-import-not-at-top
+    corpus = data.load_corpus()
+  shape, size = _lm_size(output_dir, resumed, budget_s, started_at, corpus,
+                         strategy)
+  batch_size = FLAGS.batch_size or (size.batch_size if size else
+                                    defaults.batch_size)
+  lr = FLAGS.learning_rate or (size.learning_rate if size else
+                               defaults.learning_rate)
+  print(f'Batch {batch_size}, peak learning rate {lr:g}.', flush=True)
+  # Without --eval_every a budgeted run spaces its evals (and checkpoints)
+  # to its step count once that is known; `every` holds the spacing.
+  every = {'eval': FLAGS.eval_every or defaults.eval_every}
+  every['checkpoint'] = FLAGS.checkpoint_every or every['eval']
   train_stream, eval_stream, n_eval, vocab, info = _tasks(
-      FLAGS.task, batch_size, FLAGS.seed)
+      FLAGS.task, batch_size, FLAGS.seed, shape.seq_len, corpus)
   with strategy.scope():
-    model = build(FLAGS.model, FLAGS.task, vocab)
-    eval_model = build(FLAGS.model, FLAGS.task, vocab, mode='eval')
+    model = build(FLAGS.model, FLAGS.task, vocab, shape=shape)
+    eval_model = build(FLAGS.model, FLAGS.task, vocab, mode='eval',
+                       shape=shape)
   # The warm-up never depends on the step count, which a budget fixes only
   # after timing steps of the warm-up (see _time_budget.WarmupCosine).
   # A resumed budgeted run keeps its first run's warm-up too.
-  prior = (_time_budget.read_plan(output_dir) if os.path.isdir(ckpt_dir)
-           and os.listdir(ckpt_dir) else None)
+  prior = _time_budget.read_plan(output_dir) if resumed else None
   schedule = _time_budget.WarmupCosine(
       lr, prior.warmup_steps if prior else max(1, min(100, max_steps // 10)))
   task = training.TrainTask(
       train_stream, tl.WeightedCategoryCrossEntropy(),
       optimizers.Adam(lr, weight_decay_rate=0.0, clip_grad_norm=1.0),
-      lr_schedule=schedule, n_steps_per_checkpoint=checkpoint_every)
+      lr_schedule=schedule, n_steps_per_checkpoint=every['checkpoint'])
   eval_task = training.EvalTask(
       eval_stream, [tl.WeightedCategoryCrossEntropy(),
                     tl.WeightedCategoryAccuracy()],
@@ -182,27 +233,38 @@ def main(argv, started_at=None):
   loop = training.Loop(model, task, eval_model=eval_model,
                        eval_tasks=[eval_task], output_dir=output_dir,
                        strategy=strategy, random_seed=FLAGS.seed,
-                       eval_at=lambda s: s % eval_every == 0,
+                       eval_at=lambda s: s % every['eval'] == 0,
+                       checkpoint_at=lambda s: s == 1 or s % every[
+                           'checkpoint'] == 0,
                        callbacks=[make_progress],
                        jit_compile=FLAGS.jit_compile or None,
                        precision=FLAGS.precision)
   print(f'Strategy {type(strategy).__name__}; '
         f'{"resuming at step %d" % loop.step if loop.step else "starting"}.',
         flush=True)
-  shape = _budget_run.RunShape(
-      eval_every=eval_every, n_eval_batches=n_eval,
-      checkpoint_every=checkpoint_every,
+  run_shape = _budget_run.RunShape(
+      eval_every=every['eval'], n_eval_batches=n_eval,
+      checkpoint_every=every['checkpoint'],
       sample_length=FLAGS.sample_length if FLAGS.task == 'pylm' else 0,
       export=bool(FLAGS.export))
+
+  def say(line):
+    progress[0].close()  # A bar being drawn ends its line first.
+    print(line, flush=True)
   total = _budget_run.total_steps(
-      loop, schedule, progress[0], shape, budget_s=budget_s,
+      loop, schedule, progress[0], run_shape, budget_s=budget_s,
       max_steps=max_steps, explicit_steps=FLAGS.steps,
-      started_at=started_at)
+      started_at=started_at, out=say)
   schedule.set_total_steps(total)
   progress[0].total_steps = total
+  if budget_s and not FLAGS.eval_every:
+    every['eval'] = _eval_spacing(total, defaults.eval_every)
+    if not FLAGS.checkpoint_every:
+      every['checkpoint'] = every['eval']
   start = time.time()
   if loop.step < total:
     loop.run(total - loop.step)
+  progress[0].close()
   # History keeps eval metrics under Trax's names, 'metrics/<name>'.
   evaluated = loop.history.get('eval', 'metrics/accuracy')
   if evaluated and evaluated[-1][0] == loop.step:
@@ -213,13 +275,76 @@ def main(argv, started_at=None):
   print(f'Done in {time.time() - start:.1f}s at step {loop.step}.')
   _report(results, info)
   if FLAGS.task == 'pylm' and FLAGS.sample_length:
-    _sample(loop, vocab)
+    _sample(loop, vocab, shape)
   if FLAGS.export:
     from tfnp_trax import export  # pylint: disable=g-import-not-at-top
     signature = export.export_loop(loop, FLAGS.export)
     print(f'Exported a SavedModel to {FLAGS.export} (inputs {signature})')
   print(f'Total time {_time_budget.format_duration(time.monotonic() - started_at)}.')
   return 0
+
+
+def _eval_spacing(total, least):
+  """Steps between evals of a budgeted run of `total` steps: about ten
+  evals, at multiples of 50 steps, never closer than `least`."""
+  return max(least, 50 * round(total / 10 / 50))
+
+
+_SHAPE_FLAGS = ('n_layers', 'd_model', 'n_heads', 'seq_len', 'batch_size',
+                'learning_rate', 'steps')
+
+
+def _lm_size(output_dir, resumed, budget_s, started_at, corpus, strategy):
+  """The pylm TransformerLM's shape: from the flags, or fitted to the budget.
+
+  A budgeted pylm run given none of the model's flags times the sizes of
+  `_model_size.LADDER` and takes the biggest that gets the steps it needs
+  (see `_model_size`); a resumed run takes the size its folder records.
+
+  Returns:
+    (LMShape, Size or None): None where the flags (or their defaults)
+    decide.
+  """
+  if FLAGS.task != 'pylm' or FLAGS.model != 'transformer_lm':
+    return flag_shape(FLAGS.task), None
+  if any(FLAGS[name].present for name in _SHAPE_FLAGS):
+    return flag_shape(FLAGS.task), None
+  prior = _model_size.read_size(output_dir) if resumed else None
+  if prior is not None:
+    print(f'Resuming the model size chosen in '
+          f'{os.path.join(output_dir, _model_size.SIZE_FILE)}: '
+          f'{prior.size.name}, {prior.size.describe()}.', flush=True)
+    return _shape_of(prior.size), prior.size
+  if not budget_s or resumed:
+    return flag_shape(FLAGS.task), None
+  from tfnp_trax import data  # pylint: disable=g-import-not-at-top
+  left = budget_s - (time.monotonic() - started_at)
+  # What the steps may use: the rest goes to evals, checkpoints, the
+  # sample and the exit (`_budget_run` then fits the steps exactly).
+  train_s = max(1.0, _TRAIN_FRACTION * left - _RESERVE_S)
+  print(f'Choosing the model size: timing a training step of each size, '
+        f'smallest first, for about {_time_budget.format_duration(train_s)} '
+        f'of training...', flush=True)
+
+  def step_seconds(size):
+    batch = next(data.lm_batches(corpus[0], size.batch_size, size.seq_len,
+                                 FLAGS.seed))
+    return _model_size.probe_step_seconds(
+        size, data.pylm.VOCAB_SIZE, batch, strategy=strategy,
+        jit_compile=FLAGS.jit_compile or None, precision=FLAGS.precision)
+  choice = _model_size.choose(_model_size.LADDER, step_seconds, train_s)
+  for reason in choice.reasons:
+    print(f'  {reason}', flush=True)
+  print(f'Chose {choice.size.name}: {choice.size.describe()}, the biggest '
+        f'size that gets the steps it needs here (~{choice.steps} steps).',
+        flush=True)
+  _model_size.write_size(output_dir, choice)
+  return _shape_of(choice.size), choice.size
+
+
+def _shape_of(size):
+  return LMShape(n_layers=size.n_layers, d_model=size.d_model,
+                 n_heads=size.n_heads, seq_len=size.seq_len)
 
 
 def _report(results, info):
@@ -233,12 +358,13 @@ def _report(results, info):
           f'{results["cross_entropy"]:.4f}')
 
 
-def _sample(loop, vocab):
+def _sample(loop, vocab, shape):
   """Prints bytes sampled from the trained LM with its predict-mode cache."""
   from tfnp_trax import fastmath  # pylint: disable=g-import-not-at-top
   from tfnp_trax import shapes  # pylint: disable=g-import-not-at-top
   from tfnp_trax.supervised import decoding  # pylint: disable=g-import-not-at-top
-  predict_model = build(FLAGS.model, FLAGS.task, vocab, mode='predict')
+  predict_model = build(FLAGS.model, FLAGS.task, vocab, mode='predict',
+                        shape=shape)
   predict_model.init(shapes.ShapeDtype((1, 1), 'int32'))
   predict_model.weights = loop.model.weights
   tokens = decoding.autoregressive_sample(

@@ -274,6 +274,7 @@ class Loop:
     else:
       logs.log('Will not write evaluation metrics, because output_dir is '
                'None.', stdout=False)
+    self._last_loss = None
     self._callbacks = [cls(self) for cls in (callbacks or [])]
 
   # -- Properties (Trax's) ----------------------------------------------------
@@ -312,6 +313,11 @@ class Loop:
   def trainer(self):
     """The Trainer of the first task."""
     return self._trainers.trainers[0]
+
+  last_loss = property(
+      lambda self: self._last_loss,
+      doc='The training loss of the newest step (a float; None before '
+          'the first step this Loop ran).')
 
   eval_with_ema = property(
       lambda self: self._eval_with_ema,
@@ -478,6 +484,7 @@ class Loop:
           f'stopped. The last good checkpoint is kept '
           f'({good or "none written"}). Lower the learning rate or set '
           f'clip_grad_norm on the optimizer.')
+    self._last_loss = loss
     stats = {k: float(v) for k, v in stats.items()}
     stats['loss'] = loss
     ending = [cb for cb in self._callbacks if cb.call_at(step)]
