@@ -336,6 +336,8 @@ def test_a_run_resumed_between_evals_decides_as_an_uninterrupted_one(
   reference = _loop(str(tmp_path / 'ref'), **every_step)
   assert _quiet(reference.run, 20)[0] == STOP
   expected = _leaves(reference.model.weights)
+  _assert_weights(reference.model.weights,
+                  reference._callbacks[1].weights[BEST_STEP])  # pylint: disable=protected-access
 
   output_dir = str(tmp_path / 'run')
   first = _loop(output_dir, **every_step)
