@@ -4,7 +4,9 @@ Trax registers its layers, models, optimizers, schedules, data functions and
 trainer pieces with gin under fixed module paths (`trax.layers.Relu`,
 `trax.models.ReformerLM`, `trax.data.sequence_copy_inputs`, ...), and its
 `.gin` files name them that way. `TRAX_GIN_NAMES` is that list, recorded from
-Trax 1.4.1 (tests/testdata/trax_configs/record_trax_gin_names.py).
+Trax 1.4.1 (tests/testdata/trax_configs/record_trax_gin_names.py);
+`ADDED_GIN_NAMES` lists the few tfnp_trax objects Trax lacks that are
+registered the same way (`trax.supervised.callbacks.EarlyStopping`).
 
 `register_all()` walks the list and registers, under Trax's name, every object
 tfnp_trax has at the matching place: first `tfnp_trax.<gin module>.<name>`
