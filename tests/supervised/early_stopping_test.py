@@ -292,7 +292,7 @@ def test_bad_monitor_fails_when_the_loop_builds_the_callback():
     _loop(callback=EarlyStopping('metrics/Accuracy'))
 
 
-# -- Resume ---------------------------------------------------------------------
+# -- Resume --------------------------------------------------------------------
 def test_a_run_killed_after_it_stopped_stays_stopped(tmp_path):
   output_dir = str(tmp_path / 'run')
   best_file = str(tmp_path / 'best.npz')
@@ -336,8 +336,8 @@ def test_a_run_resumed_between_evals_decides_as_an_uninterrupted_one(
   reference = _loop(str(tmp_path / 'ref'), **every_step)
   assert _quiet(reference.run, 20)[0] == STOP
   expected = _leaves(reference.model.weights)
-  _assert_weights(reference.model.weights,
-                  reference._callbacks[1].weights[BEST_STEP])  # pylint: disable=protected-access
+  record = reference._callbacks[1]  # pylint: disable=protected-access
+  _assert_weights(reference.model.weights, record.weights[BEST_STEP])
 
   output_dir = str(tmp_path / 'run')
   first = _loop(output_dir, **every_step)
@@ -363,7 +363,7 @@ def test_a_run_resumed_between_evals_decides_as_an_uninterrupted_one(
   _assert_weights(again.model.weights, expected)
 
 
-# -- gin ------------------------------------------------------------------------
+# -- gin -----------------------------------------------------------------------
 @pytest.fixture
 def _clean_gin():
   gin.clear_config()

@@ -19,6 +19,7 @@ import numpy as onp
 
 from tfnp_trax import fastmath
 from tfnp_trax.supervised import callbacks
+from tfnp_trax.supervised.loop import logs
 
 __all__ = ['EarlyStopping', 'EarlyStoppingState', 'update', 'MODES']
 
@@ -256,7 +257,7 @@ class EarlyStopping(callbacks.TrainingStepCallback):
     """The step of the best eval so far, or None."""
     return self.state.best_step
 
-  # -- Loop hooks ---------------------------------------------------------------
+  # -- Loop hooks --------------------------------------------------------------
   def call_at(self, step):
     del step
     return False  # Only the eval hook matters.
@@ -281,8 +282,10 @@ class EarlyStopping(callbacks.TrainingStepCallback):
     if improved and self.restore_best:
       self._keep_best()
     if self.state.stopped_step is not None:
-      if self.restore_best:
-        self.restore()
+      if self.restore_best and not self.restore() and self.best_step:
+        logs.log(f'EarlyStopping: the weights of the best eval (step '
+                 f'{self.best_step}) are neither in memory nor in the '
+                 f'checkpoint {BEST_CHECKPOINT}; the last weights stay.')
       best = ('no eval improved' if self.best_step is None else
               f'best {self.best:.6g} at step {self.best_step}')
       loop.request_stop(
@@ -313,7 +316,7 @@ class EarlyStopping(callbacks.TrainingStepCallback):
     self._loop.update_weights_and_state(*best)
     return True
 
-  # -- Checkpointed state -------------------------------------------------------
+  # -- Checkpointed state ------------------------------------------------------
   def state_dict(self):
     """The decision's state, JSON-able, for the Loop's checkpoints."""
     return dict(self.state._asdict())
