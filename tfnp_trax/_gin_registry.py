@@ -4,7 +4,9 @@ Trax registers its layers, models, optimizers, schedules, data functions and
 trainer pieces with gin under fixed module paths (`trax.layers.Relu`,
 `trax.models.ReformerLM`, `trax.data.sequence_copy_inputs`, ...), and its
 `.gin` files name them that way. `TRAX_GIN_NAMES` is that list, recorded from
-Trax 1.4.1 (tests/testdata/trax_configs/record_trax_gin_names.py).
+Trax 1.4.1 (tests/testdata/trax_configs/record_trax_gin_names.py);
+`ADDED_GIN_NAMES` lists the few tfnp_trax objects Trax lacks that are
+registered the same way (`trax.supervised.callbacks.EarlyStopping`).
 
 `register_all()` walks the list and registers, under Trax's name, every object
 tfnp_trax has at the matching place: first `tfnp_trax.<gin module>.<name>`
@@ -31,7 +33,7 @@ import gin
 
 from tfnp_trax import _trax_names
 
-__all__ = ['TRAX_GIN_NAMES', 'TRAX_GIN_DENYLISTS', 'register_all',
+__all__ = ['TRAX_GIN_NAMES', 'ADDED_GIN_NAMES', 'TRAX_GIN_DENYLISTS', 'register_all',
            'register_in_place', 'missing_names', 'registered_names',
            'known_trax_modules',
            'find_missing', 'signature_of']
@@ -47,6 +49,14 @@ _SELF_REGISTERING = ('trax.supervised.trainer_lib', 'trax.rl.distributions')
 # on import when gin is already imported (`register_in_place`).
 _IN_PLACE = ('trax.layers.PureLSHSelfAttention',
              'trax.layers.PureLSHSelfAttentionWrapper')
+
+# Names tfnp_trax adds beyond Trax's, registered the same way under the
+# Trax module path where they live (a config writes
+# `train.callbacks = [@EarlyStopping]`).
+ADDED_GIN_NAMES = (
+    ('trax.supervised.callbacks', 'trax.supervised.early_stopping', (
+        'EarlyStopping',)),
+)
 
 # Recorded from Trax 1.4.1; see the module docstring.
 TRAX_GIN_NAMES = (
@@ -335,7 +345,7 @@ def register_all():
   """Registers every Trax gin name tfnp_trax has; returns the new ones."""
   new = []
   with _LOCK:
-    for gin_module, source, names in TRAX_GIN_NAMES:
+    for gin_module, source, names in TRAX_GIN_NAMES + ADDED_GIN_NAMES:
       if not _package_loaded(gin_module):
         continue
       for name in names:

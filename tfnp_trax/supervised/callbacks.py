@@ -6,8 +6,14 @@ step `step` (1-based: the number of the step being run), and only where
 drawn and `on_step_end(step)` right after the weight update, before that
 step's checkpoints and evals, as Trax's Loop does.
 
+Loop also calls `on_evals_end(step, values)` after a step's evals on the
+callbacks that have it, and saves and restores the state of those with
+`state_dict()` / `load_state_dict(d)` (see `training.Loop`).
+
 `SerializedModelEvaluation` measures the long-horizon predictions of a
-`tfnp_trax.rl.serialization_utils.SerializedModel`.
+`tfnp_trax.rl.serialization_utils.SerializedModel`. `EarlyStopping` (in
+`early_stopping.py`, shown here) stops a run when an eval metric stops
+improving.
 """
 
 import collections
@@ -15,13 +21,14 @@ import os
 
 import numpy as onp
 
+from tfnp_trax import _reexport
 from tfnp_trax import layers as tl
 from tfnp_trax import shapes
 from tfnp_trax.supervised import decoding
 from tfnp_trax.supervised import summaries
 
 __all__ = ['TrainingStepCallback', 'SerializedModelEvaluation',
-           'consume_sequence']
+           'EarlyStopping', 'consume_sequence']
 
 
 class TrainingStepCallback:
@@ -241,3 +248,10 @@ def consume_sequence(model, start_id, sequence):
   decoding.autoregressive_sample(
       model, start_id=start_id, eos_id=-1, inputs=sequence,
       batch_size=sequence.shape[0], max_length=1, accelerate=False)
+
+
+# `early_stopping` builds on `TrainingStepCallback`, so its class is shown
+# here through a lazy alias (see tfnp_trax/_reexport.py), not an import.
+__getattr__, __dir__ = _reexport.lazy_reexports(globals(), {
+    'EarlyStopping': 'tfnp_trax.supervised.early_stopping',
+})

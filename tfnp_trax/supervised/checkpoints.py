@@ -371,6 +371,28 @@ class CheckpointManager:
     manifest['path'] = path
     return manifest
 
+  def read(self, path, groups):
+    """Reads variable groups of the checkpoint at `path`, restoring nothing.
+
+    Args:
+      path: a checkpoint folder of this manager.
+      groups: names of variable groups (e.g. ['weights', 'state']).
+
+    Returns:
+      {group: list of NumPy arrays}, in the order of the group's variables.
+
+    Raises:
+      IOError: the checkpoint is missing or corrupt.
+      CheckpointMismatchError: it was written for a different model.
+    """
+    if not os.path.isdir(path):
+      raise IOError(f'no checkpoint folder {path}')
+    manifest = self._verify(path)
+    self._check_shapes(path, manifest['shapes'])
+    reader = tf.train.load_checkpoint(os.path.join(path, 'state'))
+    return {g: [reader.get_tensor(f'{g}/v{i}/.ATTRIBUTES/VARIABLE_VALUE')
+                for i in range(len(self._variables[g]))] for g in groups}
+
   def restore_latest(self):
     """Restores the newest good checkpoint; returns its manifest or None.
 

@@ -28,6 +28,7 @@ from tfnp_trax.supervised.loop import inputs as inputs_lib
 from tfnp_trax.supervised.loop import logs
 from tfnp_trax.supervised.loop import progress as progress_lib
 from tfnp_trax.supervised.loop import resume as resume_lib
+from tfnp_trax.supervised.loop import stopping as stopping_lib
 from tfnp_trax.supervised.loop import task_trainers as trainers_lib
 from tfnp_trax.supervised.loop import tasks as tasks_lib
 
@@ -103,6 +104,19 @@ class Loop:
   checkpoint of a step whose rotating one exists but whose permanent copy
   the kill prevented.
 
+  Stopping early: `request_stop(reason)` (from a callback, e.g.
+  `callbacks.EarlyStopping`, or user code in `on_step_end`) ends the run
+  after the current step: its checkpoint is (re)written with the stop
+  recorded (the rotating one, and the permanent one where that step has
+  one), History gets `('train', 'loop/stopped_at')` = the step, one line
+  says why and where, and `run` returns the step. `stopped` then holds the
+  reason, also in a Loop restored from that checkpoint, whose `run` trains
+  nothing until `clear_stop()`. After each step's evals, every callback
+  with an `on_evals_end(step, values)` method gets the `run_evals` values
+  (after the best-metric checkpoints of the step); callbacks with
+  `state_dict()` / `load_state_dict(d)` have their state saved in every
+  checkpoint and restored on resume (see `loop/stopping.py`).
+
   Args:
     model: the model body; each task puts its loss layer after it.
     tasks: a TrainTask or a list of them.
@@ -130,7 +144,9 @@ class Loop:
     use_memory_efficient_trainer: train with ReversibleSerialTrainer.
     adasum: Trax's adaptive gradient summation across devices; only the
       single-replica case (where it changes nothing) is supported.
-    callbacks: TrainingStepCallback subclasses, each built as `cls(loop)`.
+    callbacks: TrainingStepCallback subclasses, each built as `cls(loop)`
+      (an instance whose `__call__(loop)` binds and returns itself, as
+      `EarlyStopping`'s does, may stand in for a class).
     strategy: a tf.distribute strategy (default: the current one).
     keep_checkpoints: how many rotating `ckpt-<step>` checkpoints to keep.
     jit_compile: passed to the Trainer (XLA compilation of the step).
@@ -266,6 +282,9 @@ class Loop:
     self._keep_checkpoints = keep_checkpoints
     self._progress = progress_lib.Progress()
     self._trax_checkpoint_files = trax_checkpoint_files
+    self._stop = None  # A stopping_lib.Stop once a run stopped early.
+    self._stop_request = None
+    self._callbacks, self._callback_states = [], None
     if self._books.output_dir is not None:
       if self._books.is_chief and trax_checkpoint_files:
         trax_checkpoints.remove_partial_writes(self._books.output_dir)
@@ -276,6 +295,7 @@ class Loop:
                'None.', stdout=False)
     self._last_loss = None
     self._callbacks = [cls(self) for cls in (callbacks or [])]
+    stopping_lib.load_callback_states(self._callbacks, self._callback_states)
 
   # -- Properties (Trax's) ----------------------------------------------------
   def _set_step(self, step):
@@ -336,6 +356,13 @@ class Loop:
     """The weights evals run on: the average, or `weights` themselves."""
     return self.ema_weights if self._eval_with_ema else weights
 
+  def eval_weights_and_state(self):
+    """`(weights, state)` that evals run on now, as NumPy trees: the
+    moving average with `eval_with_ema`, else the trained weights."""
+    weights, state = self._trainers.model_weights_and_state()
+    to_numpy = lambda tree: fastmath.nested_map(onp.asarray, tree)
+    return to_numpy(self._eval_weights(weights)), to_numpy(state)
+
   def new_rng(self):
     """A new single-use random key (steps use their own, see `run`)."""
     self._rng, rng = fastmath.random.split(self._rng)
@@ -350,12 +377,53 @@ class Loop:
   def run(self, n_steps=1):
     """Runs `n_steps` training steps, with checkpoints and evals.
 
+    A run that stopped early (see `request_stop`; also one restored from
+    such a run's checkpoint) trains nothing until `clear_stop()`.
+
+    Returns:
+      The step reached (`loop.step`; Trax returns None).
+
     Raises:
       Preempted: SIGTERM or SIGINT arrived (see the class docstring); the
         checkpoint of the last finished step was written first.
     """
+    if self._stop is not None:
+      logs.log(f'Loop: not training; the run stopped after step '
+               f'{self._stop.step}: {self._stop.reason}. Call '
+               f'loop.clear_stop() to train on.')
+      return self._books.step
     with self._books.watch_signals(), self._open_summary_writers():
       self._run(n_steps)
+    return self._books.step
+
+  def request_stop(self, reason):
+    """Asks the run to stop after the current step (see the class
+    docstring); `reason` (a string) is logged and kept in `stopped`."""
+    self._stop_request = str(reason)
+
+  @property
+  def stopped(self):
+    """None, or why the run stopped early (kept in checkpoints)."""
+    return None if self._stop is None else self._stop.reason
+
+  def clear_stop(self):
+    """Forgets an early stop, so the next `run` trains again."""
+    self._stop = self._stop_request = None
+
+  def _finish_stop(self):
+    """Records the requested stop, checkpoints the step, says so."""
+    step = self._books.step
+    self._stop = stopping_lib.Stop(self._stop_request, step)
+    self._stop_request = None
+    self._books.history.append('train', stopping_lib.HISTORY_NAME, step,
+                               step)
+    self._sync_model()
+    path = self.save_checkpoint('model')
+    if self._permanent_checkpoint_at(step):
+      self.save_checkpoint(f'model_{step}')
+    where = f'; checkpoint {path}' if path else ''
+    logs.log(f'Loop: stopped after step {step}: {self._stop.reason}'
+             f'{where}.')
 
   @contextlib.contextmanager
   def _open_summary_writers(self):
@@ -399,6 +467,9 @@ class Loop:
       logs.log(f'Running the evals and logs of step {self._books.step}, which '
                f'its checkpoint was written before.', stdout=False)
       self._finish_step(self._books.step, self._which_task(self._books.step))
+      if self._stop_request is not None:
+        self._finish_stop()
+        return
     if not progress.keep:  # Trax's run starts new sums; a resumed one not.
       progress.reset()
     progress.keep = False
@@ -419,6 +490,9 @@ class Loop:
       if self._permanent_checkpoint_at(step):
         self.save_checkpoint(f'model_{step}')
       self._finish_step(step, task_index)
+      if self._stop_request is not None:
+        self._finish_stop()
+        break
       if self._books.stop_requested():
         self._sync_model()
         self._books.stop(self.save_checkpoint)
@@ -441,7 +515,7 @@ class Loop:
           self._tasks[task_index], progress.loss, progress.n_steps,
           time.time() - progress.start_time, progress.metrics,
           self._train_writers[task_index])
-      self.run_evals(self._eval_writers)
+      values = self.run_evals(self._eval_writers)
       progress.reset()
     progress.pending = False
     if self._checkpoint_at(step):
@@ -449,6 +523,10 @@ class Loop:
         self.save_checkpoint(f'lowest_{self._checkpoint_low_metric}')
       if self._checkpoint_high_metric is not None and self._at_highest():
         self.save_checkpoint(f'highest_{self._checkpoint_high_metric}')
+    if logged:
+      for callback in self._callbacks:
+        if callable(getattr(callback, 'on_evals_end', None)):
+          callback.on_evals_end(step, values)
 
   def _run_one_step(self, task_index, task_changed=False):
     """Trains one step of task `task_index`; returns (loss, stats).
@@ -662,9 +740,13 @@ class Loop:
           e.errno))
 
   def _checkpoint_extra(self):
-    """The manifest's Loop entries: the running sums and eval positions."""
+    """The manifest's Loop entries: the running sums and eval positions,
+    the early stop and the callbacks' states."""
     positions = [e.stream.position for e in self._evaluators]
-    return {progress_lib.KEY: self._progress.to_dict(positions)}
+    return {progress_lib.KEY: self._progress.to_dict(positions),
+            stopping_lib.KEY: stopping_lib.stop_to_dict(self._stop),
+            stopping_lib.CALLBACKS_KEY: stopping_lib.callback_states(
+                self._callbacks)}
 
   def load_checkpoint(self, directory=None, filename=None):
     """Restores weights, slots, state, step, history and data positions.
@@ -687,7 +769,26 @@ class Loop:
       self._seed = restored.seed
     if restored.progress is not None:
       self._progress = restored.progress
+    self._stop, self._stop_request = restored.stop, None
+    self._callback_states = restored.callback_states
+    stopping_lib.load_callback_states(self._callbacks, self._callback_states)
     return restored.step
+
+  def checkpoint_weights_and_state(self, basename, ema=False):
+    """The model's weights and state in a checkpoint, without restoring it.
+
+    Args:
+      basename: a checkpoint name of this Loop's output_dir ('model_<step>',
+        'lowest_<metric>', 'early_stopping_best', ...).
+      ema: read the moving average of the weights instead (needs
+        `ema_decay`).
+
+    Returns:
+      `(weights, state)` NumPy trees like `model.weights` and `model.state`,
+      or None where there is no such checkpoint.
+    """
+    return resume_lib.read_model(self._resume_parts(), basename, ema,
+                                 self._model)
 
   def _resume_parts(self):
     return resume_lib.ResumeParts(

@@ -22,6 +22,8 @@ module. Read them in this order:
 * `checkpointing`: what a Loop checkpoint holds and how Trax's checkpoint
   names map onto the atomic `supervised.checkpoints.CheckpointManager`.
 * `resume`: `load_checkpoint`, given the parts it restores.
+* `stopping`: an early stop (`Loop.request_stop`) and the callbacks'
+  state, as checkpoints keep them.
 
 Nothing here is imported by `import tfnp_trax.supervised.loop` itself: each
 part loads with the module that needs it.

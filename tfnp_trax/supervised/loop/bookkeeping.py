@@ -137,7 +137,7 @@ class RunBookkeeping:
     return found[-1].path if found else None
 
   def saved_at(self, step):
-    """The checkpoint folders written at `step` by this process."""
+    """The numbered checkpoint folders written at `step` by this process."""
     saved_step, paths = self._written
     return list(paths) if saved_step == step else []
 
@@ -165,9 +165,10 @@ class RunBookkeeping:
     except checkpoints.CheckpointWriteError as e:
       self._failed(e)
       return None
-    step, paths = self._written
-    self._written = (self.step, (paths if step == self.step else []) +
-                     [path])
+    if name is None:  # Named checkpoints are not the step's checkpoint.
+      step, paths = self._written
+      self._written = (self.step, (paths if step == self.step else []) +
+                       [path])
     logging.info('%s: checkpoint saved in %s', self.owner, path)
     return path
 

@@ -21,8 +21,10 @@ from tfnp_trax.supervised import trax_checkpoints
 from tfnp_trax.supervised.loop import checkpointing as ckpt_lib
 from tfnp_trax.supervised.loop import logs
 from tfnp_trax.supervised.loop import progress as progress_lib
+from tfnp_trax.supervised.loop import stopping as stopping_lib
 
-__all__ = ['ResumeParts', 'Restored', 'resolve_strategy', 'load_checkpoint']
+__all__ = ['ResumeParts', 'Restored', 'resolve_strategy', 'load_checkpoint',
+           'read_model']
 
 
 def resolve_strategy(strategy, n_devices):
@@ -87,10 +89,14 @@ class Restored:
     seed: the run's random seed (None from a Trax checkpoint).
     progress: the running sums of the restored step (None from a Trax
       checkpoint).
+    stop: the `stopping.Stop` of a run that stopped early, or None.
+    callback_states: the callbacks' saved states (see `stopping`), or None.
   """
   step: int
   seed: Optional[int] = None
   progress: Any = None
+  stop: Any = None
+  callback_states: Any = None
 
 
 def _fast_forward(streams, positions):
@@ -165,6 +171,9 @@ def load_checkpoint(parts, directory, filename):
   restored.progress, eval_positions = progress_lib.Progress.from_dict(
       manifest['extra'].get(progress_lib.KEY))
   _fast_forward_evals(parts.eval_streams, eval_positions)
+  restored.stop = stopping_lib.stop_from_dict(
+      manifest['extra'].get(stopping_lib.KEY))
+  restored.callback_states = manifest['extra'].get(stopping_lib.CALLBACKS_KEY)
   parts.trainers.active = 0  # Checkpoints hold the same body in every task.
   parts.sync_model()
   logs.log(f'Resumed from {manifest["path"]} at step {books.step}.')
@@ -176,6 +185,23 @@ def load_checkpoint(parts, directory, filename):
       if parts.permanent_checkpoint_at(books.step):
         parts.save_trax_files(f'model_{books.step}')
   return restored
+
+
+def read_model(parts, name, ema, model):
+  """Loop.checkpoint_weights_and_state (see there)."""
+  books = parts.books
+  found = _own_checkpoints(books.manager, name)
+  if not found:
+    return None
+  kind = 'ema' if ema else 'weights'
+  groups = books.manager.read(found[0], [kind, 'state'])
+  n_weights = len(fastmath.tree_leaves(model.weights))
+  n_state = len(fastmath.tree_leaves(model.state))
+  # The model's leaves lead its trainer's groups (see task_trainers).
+  weights = fastmath.tree_unflatten(groups[kind][:n_weights],
+                                    model.weights)[0]
+  state = fastmath.tree_unflatten(groups['state'][:n_state], model.state)[0]
+  return weights, state
 
 
 def _own_checkpoints(manager, name):
