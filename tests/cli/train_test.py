@@ -71,7 +71,8 @@ def test_pylm_short_run_reports_bits_per_char_and_samples(tmp_path, capsys):
                     r'([0-9.]+) bits/char\)', out)
   assert match, out[-2000:]
   assert 0 < float(match[1]) < 8.0
-  assert 'Sample:' in out
+  # The sample continues the prompt of a method's first line.
+  assert out[out.index('Sample:\n') + 8:].startswith('    def ')
   # A second run resumes, and with nothing left to do, finishes at once.
   assert train.main(['tfnp-trax train', *flags, '--sample_length', '0']) == 0
   again = capsys.readouterr().out

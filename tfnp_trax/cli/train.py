@@ -358,8 +358,17 @@ def _report(results, info):
           f'{results["cross_entropy"]:.4f}')
 
 
+# The sample continues a method's first line, so it shows what the model
+# learned of Python's layout (indentation, `self`, `return`).
+_PROMPT = b'    def '
+
+
 def _sample(loop, vocab, shape):
-  """Prints bytes sampled from the trained LM with its predict-mode cache."""
+  """Prints bytes sampled from the trained LM with its predict-mode cache.
+
+  The sample starts after a newline and `_PROMPT` (fed as a prefix), and
+  holds `--sample_length` bytes with the prompt.
+  """
   from tfnp_trax import fastmath  # pylint: disable=g-import-not-at-top
   from tfnp_trax import shapes  # pylint: disable=g-import-not-at-top
   from tfnp_trax.supervised import decoding  # pylint: disable=g-import-not-at-top
@@ -367,9 +376,12 @@ def _sample(loop, vocab, shape):
                         shape=shape)
   predict_model.init(shapes.ShapeDtype((1, 1), 'int32'))
   predict_model.weights = loop.model.weights
+  prompt = _PROMPT if FLAGS.sample_length > 2 * len(_PROMPT) else b''
   tokens = decoding.autoregressive_sample(
       predict_model, batch_size=1, temperature=0.6, start_id=ord('\n'),
-      eos_id=-1, max_length=FLAGS.sample_length,
+      inputs=onp.frombuffer(prompt, onp.uint8).astype(onp.int32)[None]
+      if prompt else None, eos_id=-1,
+      max_length=FLAGS.sample_length - len(prompt),
       rng=fastmath.random.get_prng(FLAGS.seed))
-  text = bytes(onp.asarray(tokens[0]).astype(onp.uint8).tolist())
+  text = prompt + bytes(onp.asarray(tokens[0]).astype(onp.uint8).tolist())
   print('Sample:\n' + text.decode('utf-8', errors='replace'))
