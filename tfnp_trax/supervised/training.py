@@ -20,6 +20,7 @@ from tfnp_trax import shapes
 from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import checkpoints
+from tfnp_trax.supervised import history as history_lib
 from tfnp_trax.supervised import trax_checkpoints
 from tfnp_trax.supervised.loop import bookkeeping
 from tfnp_trax.supervised.loop import checkpointing as ckpt_lib
@@ -162,6 +163,14 @@ class Loop:
     eval_with_ema: with `ema_decay`, evals run on the averaged weights (and
       `eval_model`, when it is not `model`, holds them); False evaluates
       the trained weights themselves.
+    async_checkpoints: write checkpoints without stopping training: a save
+      copies the variables on device and a background thread writes that
+      copy (atomically and checksummed, as always; Trax's files too) while
+      training goes on. One write is in flight at a time: the next save
+      waits for it, as do `run`'s end, a preemption stop, loading and
+      listing checkpoints, `wait_for_checkpoints` and the program's normal
+      exit. A failed write is handled as checkpoint_errors says, by the
+      call that waits for it. False writes within `save_checkpoint`.
   """
 
   def __init__(self, model, tasks, eval_model=None, eval_tasks=None,
@@ -173,7 +182,7 @@ class Loop:
                callbacks=None, *, strategy=None, keep_checkpoints=3,
                jit_compile=None, checkpoint_errors='raise', precision=None,
                trax_checkpoint_files=True, ema_decay=None, ema_warmup=True,
-               eval_with_ema=True):
+               eval_with_ema=True, async_checkpoints=True):
     tasks = list(tasks) if isinstance(tasks, (list, tuple)) else [tasks]
     if not tasks:
       raise ValueError('Loop: tasks is empty; give at least one TrainTask.')
@@ -201,7 +210,7 @@ class Loop:
           f'averaged. Pass adasum=False.')
     self._books = bookkeeping.RunBookkeeping(
         'Loop', output_dir, self._strategy, keep_checkpoints,
-        checkpoint_errors)
+        checkpoint_errors, async_checkpoints=async_checkpoints)
     self._seed = _init_random_number_generators(random_seed)
     self._rng = fastmath.random.get_prng(self._seed)
     self._use_memory_efficient_trainer = use_memory_efficient_trainer
@@ -417,6 +426,7 @@ class Loop:
         self._sync_model()
         self._books.stop(self.save_checkpoint)
     self._sync_model()
+    self._books.wait_for_checkpoints()  # run() returns with them written.
     for writer in self._train_writers + self._eval_writers:
       writer.flush()
 
@@ -619,40 +629,77 @@ class Loop:
       var.assign(stream.position)
     self._loop_vars.seed.assign(self._seed)
     permanent, name = ckpt_lib.checkpoint_name(basename, self._books.step)
+    write_trax_files, reads = self._trax_files_writer(basename)
     path = self._books.save(extra=self._checkpoint_extra(),
-                            permanent=permanent, name=name)
+                            permanent=permanent, name=name,
+                            then=write_trax_files, then_reads=reads)
     if path is not None:
       logs.log(f'Checkpoint saved in {path}', stdout=False)
-      self._save_trax_files(basename)
     return path
 
+  def wait_for_checkpoints(self):
+    """Waits until the checkpoint being written (async_checkpoints) is.
+
+    Raises:
+      CheckpointWriteError: that write failed (checkpoint_errors='raise';
+        'warn' warns instead).
+    """
+    self._books.wait_for_checkpoints()
+
   def _save_trax_files(self, basename):
-    """Writes `basename`'s checkpoint in Trax's files (see __init__)."""
-    if not self._trax_checkpoint_files:
+    """Writes `basename`'s checkpoint in Trax's files now (see __init__)."""
+    write, _ = self._trax_files_writer(basename)
+    if write is None:
       return
-    weights, state = self._trainers.model_weights_and_state()
-    flat_weights, flat_state = weight_files.flatten_weights_and_state(
-        weights, state)
-    _, flat_eval_state = weight_files.flatten_weights_and_state(
-        weights, self._eval_model.state)
-    n_in = self._model.n_in
-    checkpoint = trax_checkpoints.TraxCheckpoint(
-        step=self._books.step, flat_weights=flat_weights, flat_state=flat_state,
-        flat_eval_state=[onp.asarray(x) for x in flat_eval_state],
-        slots_per_task=[[onp.asarray(x) for x in trax_checkpoints.flat_slots(
-            t.slots)] for t in self._trainers.trainers],
-        history=self._books.history,
-        input_signature=shapes.signature(
-            tuple(self._tasks[0].sample_batch)[:n_in]))
     try:
-      trax_checkpoints.save(
-          self._books.output_dir, basename, checkpoint,
-          compresslevel=0 if self._use_memory_efficient_trainer else 2)
-    except OSError as e:  # Disk full, read-only: as checkpoint_errors says.
-      self._books.write_failed(checkpoints.CheckpointWriteError(
-          f'could not write the Trax checkpoint files {basename}.* in '
-          f'{self._books.output_dir} ({e}).', self._books.output_dir, basename, str(e),
-          e.errno))
+      write(lambda v: v.numpy())
+    except checkpoints.CheckpointWriteError as e:
+      self._books.write_failed(e)
+
+  def _trax_files_writer(self, basename):
+    """`(write, reads)` for Trax's files of `basename` (see __init__).
+
+    What the files hold besides the arrays (step, History, eval state,
+    signature) is taken now; `write(read)` reads the arrays of the
+    variables `reads` with `read(variable)` (the values at this save, on
+    the background thread under async_checkpoints) and writes the files,
+    raising a CheckpointWriteError if it cannot. `(None, [])` without
+    trax_checkpoint_files.
+    """
+    if not self._trax_checkpoint_files:
+      return None, []
+    weight_vars, state_vars = self._trainers.model_variables()
+    slot_vars = [list(t.variables()['slots']) for t in self._trainers.trainers]
+    # The trees' structures place the values; None leaves have no variable.
+    weight_leaves = fastmath.tree_flatten(self._model.weights)
+    state_leaves = fastmath.tree_flatten(self._model.state)
+    _, flat_eval_state = weight_files.flatten_weights_and_state(
+        (), self._eval_model.state)
+    step = self._books.step
+    history = history_lib.History.from_dict(self._books.history.to_dict())
+    signature = shapes.signature(
+        tuple(self._tasks[0].sample_batch)[:self._model.n_in])
+    output_dir = self._books.output_dir
+    compresslevel = 0 if self._use_memory_efficient_trainer else 2
+
+    def write(read):
+      checkpoint = trax_checkpoints.TraxCheckpoint(
+          step=step, flat_weights=_fill(weight_leaves, weight_vars, read),
+          flat_state=_fill(state_leaves, state_vars, read),
+          flat_eval_state=[onp.asarray(x) for x in flat_eval_state],
+          slots_per_task=[[read(v) for v in vs] for vs in slot_vars],
+          history=history, input_signature=signature)
+      try:
+        trax_checkpoints.save(output_dir, basename, checkpoint,
+                              compresslevel=compresslevel)
+      except OSError as e:  # Disk full, read-only: checkpoint_errors says.
+        raise checkpoints.CheckpointWriteError(
+            f'could not write the Trax checkpoint files {basename}.* in '
+            f'{output_dir} ({e}).', output_dir, basename, str(e),
+            e.errno) from e
+
+    return write, weight_vars + state_vars + [v for vs in slot_vars
+                                              for v in vs]
 
   def _checkpoint_extra(self):
     """The manifest's Loop entries: the running sums and eval positions."""
@@ -672,6 +719,7 @@ class Loop:
     Returns:
       The restored step, or None if there was nothing to load.
     """
+    self._books.wait_for_checkpoints()
     restored = resume_lib.load_checkpoint(self._resume_parts(), directory,
                                           filename)
     if restored is None:
@@ -692,6 +740,13 @@ class Loop:
         permanent_checkpoint_at=self._permanent_checkpoint_at,
         sync_model=self._sync_model, save_trax_files=self._save_trax_files,
         update_weights_and_state=self.update_weights_and_state)
+
+
+def _fill(leaves, variables, read):
+  """A tree's flat leaves: None where `leaves` has None, else the next
+  variable's value (`read(variable)`), as the trainers' trees hold them."""
+  values = iter(variables)
+  return [None if x is None else read(next(values)) for x in leaves]
 
 
 def _init_random_number_generators(seed=None):
