@@ -358,7 +358,12 @@ class Loop:
         checkpoint of the last finished step was written first.
     """
     with self._books.watch_signals(), self._open_summary_writers():
-      self._run(n_steps)
+      try:
+        self._run(n_steps)
+      except BaseException as e:
+        # Whatever stops the run, the write in flight completes first.
+        self._books.wait_for_checkpoints_after(e)
+        raise
 
   @contextlib.contextmanager
   def _open_summary_writers(self):

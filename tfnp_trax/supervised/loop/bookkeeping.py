@@ -256,6 +256,20 @@ class RunBookkeeping:
       else:
         raise
 
+  def wait_for_checkpoints_after(self, error):
+    """Waits for the write in flight while `error` stops the run.
+
+    A failure of that write is not raised over `error`: it is logged and
+    added to `error` as a note.
+    """
+    try:
+      self.wait_for_checkpoints()
+    except Exception as e:  # pylint: disable=broad-except
+      message = (f'{self.owner}: the checkpoint write in flight failed too: '
+                 f'{type(e).__name__}: {e}')
+      logging.error(message)
+      error.add_note(message)
+
   def _extra(self, extra):
     # A copy made now (through JSON): the owner's values may change while
     # a background write is in flight.
