@@ -39,9 +39,12 @@ class AsyncCheckpointWriter:
     >>> writer = AsyncCheckpointWriter('Example')
     >>> shadows = writer.snapshot({'weights': [v]})
     >>> _ = v.assign([5.0, 6.0])  # Training goes on; the copy is kept.
-    >>> writer.submit(lambda: print(shadows['weights'][0].numpy()), 'demo')
+    >>> seen = []
+    >>> writer.submit(lambda: seen.append(shadows['weights'][0].numpy()),
+    ...               'a write')
     >>> writer.wait()
-    [1. 2.]
+    >>> seen[0].tolist()
+    [1.0, 2.0]
   """
 
   def __init__(self, owner):
