@@ -15,6 +15,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -350,3 +351,20 @@ def test_sigkill_mid_write_leaves_a_tmp_folder_and_resumes_exactly(tmp_path):
   assert sorted(want) == sorted(got)
   for key, value in want.items():
     np.testing.assert_array_equal(value, got[key], err_msg=key)
+
+
+def test_exit_hook_finishes_the_last_write_and_reports_a_failure(capsys):
+  writer = async_checkpoints.AsyncCheckpointWriter('Test')
+  done = []
+  writer.submit(lambda: (time.sleep(0.3), done.append(True)), 'ckpt-1')
+  async_checkpoints._wait_at_exit(weakref.ref(writer))  # pylint: disable=protected-access
+  assert done == [True]
+
+  def fail():
+    raise checkpoints.CheckpointWriteError('Writing checkpoint ckpt-2 '
+                                           'failed', '/d', 'ckpt-2', 'full')
+  writer.submit(fail, 'ckpt-2')
+  async_checkpoints._wait_at_exit(weakref.ref(writer))  # pylint: disable=protected-access
+  assert ('Test: the last checkpoint write failed as the program exited: '
+          'CheckpointWriteError: Writing checkpoint ckpt-2 failed'
+          in capsys.readouterr().err)
