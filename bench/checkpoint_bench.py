@@ -69,26 +69,44 @@ def _measure(config, async_checkpoints, trax_files, saves, steps, every,
   def checkpoint_at(step):
     return bool(when['every']) and step % when['every'] == 0
 
+  ends = []  # (time, step, a write in flight) at the end of each step.
+
+  class Clock:
+
+    def __init__(self, loop):
+      self._books = loop._books  # pylint: disable=protected-access
+
+    def call_at(self, step):
+      return True
+
+    def on_step_begin(self, step):
+      pass
+
+    def on_step_end(self, step):
+      writer = self._books._async  # pylint: disable=protected-access
+      ends.append((time.perf_counter(), step,
+                   writer is not None and writer.in_flight))
+
   loop = training.Loop(model, task, output_dir=output_dir, random_seed=0,
                        checkpoint_at=checkpoint_at, eval_at=lambda s: False,
                        async_checkpoints=async_checkpoints,
-                       trax_checkpoint_files=trax_files, keep_checkpoints=1)
-  n_params = sum(int(np.size(w)) for w in
-                 _leaves(loop.model.weights))
-  quiet = contextlib.redirect_stdout(io.StringIO())
-  with quiet:
-    loop.run(2)  # Compiles the step.
+                       trax_checkpoint_files=trax_files, keep_checkpoints=1,
+                       callbacks=[Clock])
+  n_params = sum(int(np.size(w)) for w in _leaves(loop.model.weights))
 
-  start, n_plain = time.perf_counter(), max(3, steps // 4)
-  for _ in range(n_plain):  # One run() per step, as while a write is on.
+  def run(n):
     with contextlib.redirect_stdout(io.StringIO()):
-      loop.run(1)
-  plain = n_plain / (time.perf_counter() - start)
+      loop.run(n)
+
+  run(2)  # Compiles the step.
+  del ends[:]
+  run(max(3, steps // 4))
+  # Steps/s without checkpoints: the intervals between step ends.
+  plain = (len(ends) - 1) / (ends[-1][0] - ends[0][0])
   # (a) Blocking time of save_checkpoint, each save from an idle writer.
   blocking, first = [], None
   for i in range(saves + (1 if async_checkpoints else 0)):
-    with contextlib.redirect_stdout(io.StringIO()):
-      loop.run(1)
+    run(1)
     start = time.perf_counter()
     loop.save_checkpoint()
     took = time.perf_counter() - start
@@ -96,36 +114,29 @@ def _measure(config, async_checkpoints, trax_files, saves, steps, every,
       first = took  # Makes the shadows and traces the copy.
     else:
       blocking.append(took)
-    # (b) Steps while the write is in flight (async only).
-    if async_checkpoints and i == 1:
-      books = loop._books  # pylint: disable=protected-access
-      start, n = time.perf_counter(), 0
-      while books._async.in_flight:  # pylint: disable=protected-access
-        with contextlib.redirect_stdout(io.StringIO()):
-          loop.run(1)
-        n += 1
-      in_flight_s = time.perf_counter() - start
-      during = n / in_flight_s if n else None
+    start = time.perf_counter()
     loop.wait_for_checkpoints()
-  # (c) N steps with a checkpoint every k steps, the last write included.
+    write = took + time.perf_counter() - start  # The whole write.
+  # (c) N steps with a checkpoint every k steps in one run(), which
+  # returns with the last write complete; (b) from its steps' intervals.
   when['every'] = every
+  del ends[:]
   start = time.perf_counter()
-  with contextlib.redirect_stdout(io.StringIO()):
-    loop.run(steps)  # run() returns with the last write complete.
+  run(steps)
   total = time.perf_counter() - start
+  times = [start] + [t for t, _, _ in ends]
+  during = [times[j + 1] - times[j] for j, (_, _, busy) in enumerate(ends)
+            if busy]
   size = sum(os.path.getsize(os.path.join(root, f))
              for root, _, files in os.walk(output_dir) for f in files)
-  out = dict(async_checkpoints=async_checkpoints, trax_files=trax_files,
-             n_params=n_params, blocking_s=statistics.median(blocking),
-             blocking_all_s=blocking, first_async_save_s=first,
-             steps_per_s=plain, total_s=total, steps=steps, every=every,
-             output_bytes=size)
-  if async_checkpoints:
-    out.update(steps_per_s_during_write=during, write_in_flight_s=in_flight_s,
-               steps_during_write=n)
-  else:
-    out.update(write_s=statistics.median(blocking))
-  return out
+  return dict(async_checkpoints=async_checkpoints, trax_files=trax_files,
+              n_params=n_params, blocking_s=statistics.median(blocking),
+              blocking_all_s=blocking, first_async_save_s=first,
+              write_s=write, steps_per_s=plain,
+              steps_during_write=len(during),
+              steps_per_s_during_write=(len(during) / sum(during)
+                                        if during else None),
+              total_s=total, steps=steps, every=every, output_bytes=size)
 
 
 def _leaves(tree):
@@ -206,7 +217,7 @@ def main():
   print('| --- | --- | --- | --- | --- | --- | --- |')
   for r in rows:
     during = r.get('steps_per_s_during_write')
-    write = r.get('write_s') or r.get('write_in_flight_s')
+    write = r['write_s']
     print(f'| {"on" if r["trax_files"] else "off"} | '
           f'{"async" if r["async_checkpoints"] else "sync"} | '
           f'{r["blocking_s"]:.3f} s | {r["steps_per_s"]:.2f} | '
