@@ -65,7 +65,7 @@ class Agent:
                strategy=None, jit_compile=True, checkpoint_every=10,
                n_returns_to_average=20, policy_distribution=None,
                keep_checkpoints=3, checkpoint_errors='raise',
-               async_checkpoints=False):
+               async_checkpoints=True):
     if n_interactions_per_epoch % task.n_envs:
       raise ValueError(
           f'{type(self).__name__}: n_interactions_per_epoch '
