@@ -16,11 +16,9 @@ import numpy as onp
 import tensorflow as tf
 
 from tfnp_trax import fastmath
-from tfnp_trax import shapes
 from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import checkpoints
-from tfnp_trax.supervised import history as history_lib
 from tfnp_trax.supervised import trax_checkpoints
 from tfnp_trax.supervised.loop import bookkeeping
 from tfnp_trax.supervised.loop import checkpointing as ckpt_lib
@@ -662,49 +660,14 @@ class Loop:
       self._books.write_failed(e)
 
   def _trax_files_writer(self, basename):
-    """`(write, reads)` for Trax's files of `basename` (see __init__).
-
-    What the files hold besides the arrays (step, History, eval state,
-    signature) is taken now; `write(read)` reads the arrays of the
-    variables `reads` with `read(variable)` (the values at this save, on
-    the background thread under async_checkpoints) and writes the files,
-    raising a CheckpointWriteError if it cannot. `(None, [])` without
-    trax_checkpoint_files.
-    """
+    """`(write, reads)` for Trax's files of `basename` (see __init__ and
+    `checkpointing.trax_files_writer`); `(None, [])` without them."""
     if not self._trax_checkpoint_files:
       return None, []
-    weight_vars, state_vars = self._trainers.model_variables()
-    slot_vars = [list(t.variables()['slots']) for t in self._trainers.trainers]
-    # The trees' structures place the values; None leaves have no variable.
-    weight_leaves = fastmath.tree_flatten(self._model.weights)
-    state_leaves = fastmath.tree_flatten(self._model.state)
-    _, flat_eval_state = weight_files.flatten_weights_and_state(
-        (), self._eval_model.state)
-    step = self._books.step
-    history = history_lib.History.from_dict(self._books.history.to_dict())
-    signature = shapes.signature(
-        tuple(self._tasks[0].sample_batch)[:self._model.n_in])
-    output_dir = self._books.output_dir
-    compresslevel = 0 if self._use_memory_efficient_trainer else 2
-
-    def write(read):
-      checkpoint = trax_checkpoints.TraxCheckpoint(
-          step=step, flat_weights=_fill(weight_leaves, weight_vars, read),
-          flat_state=_fill(state_leaves, state_vars, read),
-          flat_eval_state=[onp.asarray(x) for x in flat_eval_state],
-          slots_per_task=[[read(v) for v in vs] for vs in slot_vars],
-          history=history, input_signature=signature)
-      try:
-        trax_checkpoints.save(output_dir, basename, checkpoint,
-                              compresslevel=compresslevel)
-      except OSError as e:  # Disk full, read-only: checkpoint_errors says.
-        raise checkpoints.CheckpointWriteError(
-            f'could not write the Trax checkpoint files {basename}.* in '
-            f'{output_dir} ({e}).', output_dir, basename, str(e),
-            e.errno) from e
-
-    return write, weight_vars + state_vars + [v for vs in slot_vars
-                                              for v in vs]
+    return ckpt_lib.trax_files_writer(
+        self._trainers, self._model, self._eval_model, self._books,
+        tuple(self._tasks[0].sample_batch)[:self._model.n_in], basename,
+        compresslevel=0 if self._use_memory_efficient_trainer else 2)
 
   def _checkpoint_extra(self):
     """The manifest's Loop entries: the running sums and eval positions."""
@@ -745,13 +708,6 @@ class Loop:
         permanent_checkpoint_at=self._permanent_checkpoint_at,
         sync_model=self._sync_model, save_trax_files=self._save_trax_files,
         update_weights_and_state=self.update_weights_and_state)
-
-
-def _fill(leaves, variables, read):
-  """A tree's flat leaves: None where `leaves` has None, else the next
-  variable's value (`read(variable)`), as the trainers' trees hold them."""
-  values = iter(variables)
-  return [None if x is None else read(next(values)) for x in leaves]
 
 
 def _init_random_number_generators(seed=None):

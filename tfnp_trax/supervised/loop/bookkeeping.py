@@ -204,6 +204,12 @@ class RunBookkeeping:
         except checkpoints.CheckpointWriteError as e:
           self._failed(e)
       return path
+    return self._save_in_background(step, manifest_extra, permanent, name,
+                                    then, then_reads)
+
+  def _save_in_background(self, step, manifest_extra, permanent, name, then,
+                          then_reads):
+    """`save` with async_checkpoints: wait, copy on device, submit."""
     self.wait_for_checkpoints()
     path = self.manager.path(self.manager.name_for(step, permanent, name))
     tracked = self.manager.tracked_variables
