@@ -49,6 +49,9 @@ class Agent:
     checkpoint_errors: 'raise' (a failed checkpoint write stops training
       with a CheckpointWriteError) or 'warn' (warn, train on, retry at the
       next checkpoint); see `Loop`.
+    async_checkpoints: write checkpoints on a background thread after an
+      on-device copy (see `Loop`); `run` and `run_env_steps` return with
+      the last write complete.
 
   Preemption: while `run` or `run_env_steps` is active, SIGTERM or SIGINT
   lets the current epoch finish, writes a checkpoint, flushes summaries and
@@ -61,7 +64,8 @@ class Agent:
                eval_temperatures=(0.0,), output_dir=None, random_seed=0,
                strategy=None, jit_compile=True, checkpoint_every=10,
                n_returns_to_average=20, policy_distribution=None,
-               keep_checkpoints=3, checkpoint_errors='raise'):
+               keep_checkpoints=3, checkpoint_errors='raise',
+               async_checkpoints=True):
     if n_interactions_per_epoch % task.n_envs:
       raise ValueError(
           f'{type(self).__name__}: n_interactions_per_epoch '
@@ -78,7 +82,7 @@ class Agent:
     self._strategy = strategy or tf.distribute.get_strategy()
     self._books = bookkeeping.RunBookkeeping(
         type(self).__name__, output_dir, self._strategy, keep_checkpoints,
-        checkpoint_errors)
+        checkpoint_errors, async_checkpoints=async_checkpoints)
     self._jit_compile = jit_compile
     self._checkpoint_every = checkpoint_every
     self._n_returns_to_average = n_returns_to_average
@@ -261,6 +265,7 @@ class Agent:
       saved = self._books.list_checkpoints()
       if not saved or saved[-1].step != self._epoch:
         self.save_checkpoint()
+    self._books.wait_for_checkpoints()
     self._books.flush()
 
   def evaluate(self, n_episodes=20, temperature=0.0, seed=10_000):
@@ -313,6 +318,7 @@ class Agent:
 
   def load_checkpoint(self):
     """Restores the newest good checkpoint, if any; returns its epoch."""
+    self._books.wait_for_checkpoints()
     manifest = self._ckpt.restore_latest()
     if manifest is None:
       return None

@@ -250,6 +250,8 @@ class Trainer:
     self._loop.save_checkpoint(prefix)
     if keep:
       self._loop.save_checkpoint(f'{prefix}_{self.step}')
+    # Trax's save_state returns with the files written.
+    self._loop.wait_for_checkpoints()
 
   def _current_step_is_best(self, metric, high):
     values = self.history.get('eval', 'metrics/' + metric)

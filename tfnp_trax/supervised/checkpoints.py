@@ -158,14 +158,31 @@ class CheckpointManager:
     self._shapes = shapes_manifest
     self._keep = keep
     tf.io.gfile.makedirs(directory)
-    self._ckpt = tf.train.Checkpoint(**{
-        k: _VarList(v) for k, v in variables.items()})
+    # What the checkpoint object graph holds: the variables as given now.
+    self._tracked = {k: list(v) for k, v in variables.items()}
+    self._ckpt = self.checkpoint_of(self._tracked)
     if writer:
       self.clean_stale()
 
   @property
   def directory(self):
     return self._dir
+
+  @property
+  def tracked_variables(self):
+    """dict group -> list of the variables this manager saves/restores."""
+    return {k: list(v) for k, v in self._tracked.items()}
+
+  @staticmethod
+  def checkpoint_of(variables):
+    """A tf.train.Checkpoint of `variables` (dict group -> list).
+
+    Its object graph (and so its keys) depends only on the group names and
+    the list positions, so a checkpoint of other variables of the same
+    layout (e.g. copies of them) is written and read as this manager's.
+    """
+    return tf.train.Checkpoint(**{
+        k: _VarList(v) for k, v in variables.items()})
 
   def list(self):
     """The finished numbered checkpoints, oldest first.
@@ -269,7 +286,15 @@ class CheckpointManager:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
 
-  def save(self, step, extra=None, permanent=False, name=None):
+  def name_for(self, step, permanent=False, name=None):
+    """The folder name `save(step, permanent=..., name=...)` writes."""
+    if name is not None and (_NAME.match(name) or not _is_plain_name(name)):
+      raise ValueError(f'CheckpointManager.save: name {name!r} must be a '
+                       f'plain folder name not of the form ckpt-<step>.')
+    return name or f'ckpt-{step}' + ('-permanent' if permanent else '')
+
+  def save(self, step, extra=None, permanent=False, name=None,
+           checkpoint=None):
     """Writes checkpoint `step` atomically; prunes old ones. Returns path.
 
     Args:
@@ -278,14 +303,15 @@ class CheckpointManager:
       permanent: keep this numbered checkpoint when pruning.
       name: write a named checkpoint `name` instead of `ckpt-<step>`; it
         replaces any earlier one of that name and is never pruned.
+      checkpoint: what to write instead of the tracked variables: a
+        `checkpoint_of` variables of the same layout (the asynchronous
+        writer's copies of them).
     """
-    if name is not None and (_NAME.match(name) or not _is_plain_name(name)):
-      raise ValueError(f'CheckpointManager.save: name {name!r} must be a '
-                       f'plain folder name not of the form ckpt-<step>.')
-    name = name or f'ckpt-{step}' + ('-permanent' if permanent else '')
+    name = self.name_for(step, permanent, name)
+    source = self._ckpt if checkpoint is None else checkpoint
 
     def fill(tmp):
-      self._ckpt.write(os.path.join(tmp, 'state'))
+      source.write(os.path.join(tmp, 'state'))
       files = sorted(f for f in os.listdir(tmp))
       for f in files:
         _fsync_file(os.path.join(tmp, f))

@@ -16,7 +16,6 @@ import numpy as onp
 import tensorflow as tf
 
 from tfnp_trax import fastmath
-from tfnp_trax import shapes
 from tfnp_trax.layers import weight_files
 from tfnp_trax.supervised import _precision
 from tfnp_trax.supervised import checkpoints
@@ -178,6 +177,14 @@ class Loop:
     eval_with_ema: with `ema_decay`, evals run on the averaged weights (and
       `eval_model`, when it is not `model`, holds them); False evaluates
       the trained weights themselves.
+    async_checkpoints: write checkpoints without stopping training: a save
+      copies the variables on device and a background thread writes that
+      copy (atomically and checksummed, as always; Trax's files too) while
+      training goes on. One write is in flight at a time: the next save
+      waits for it, as do `run`'s end, a preemption stop, loading and
+      listing checkpoints, `wait_for_checkpoints` and the program's normal
+      exit. A failed write is handled as checkpoint_errors says, by the
+      call that waits for it. False writes within `save_checkpoint`.
   """
 
   def __init__(self, model, tasks, eval_model=None, eval_tasks=None,
@@ -189,7 +196,7 @@ class Loop:
                callbacks=None, *, strategy=None, keep_checkpoints=3,
                jit_compile=None, checkpoint_errors='raise', precision=None,
                trax_checkpoint_files=True, ema_decay=None, ema_warmup=True,
-               eval_with_ema=True):
+               eval_with_ema=True, async_checkpoints=True):
     tasks = list(tasks) if isinstance(tasks, (list, tuple)) else [tasks]
     if not tasks:
       raise ValueError('Loop: tasks is empty; give at least one TrainTask.')
@@ -217,7 +224,7 @@ class Loop:
           f'averaged. Pass adasum=False.')
     self._books = bookkeeping.RunBookkeeping(
         'Loop', output_dir, self._strategy, keep_checkpoints,
-        checkpoint_errors)
+        checkpoint_errors, async_checkpoints=async_checkpoints)
     self._seed = _init_random_number_generators(random_seed)
     self._rng = fastmath.random.get_prng(self._seed)
     self._use_memory_efficient_trainer = use_memory_efficient_trainer
@@ -393,7 +400,12 @@ class Loop:
                f'loop.clear_stop() to train on.')
       return self._books.step
     with self._books.watch_signals(), self._open_summary_writers():
-      self._run(n_steps)
+      try:
+        self._run(n_steps)
+      except BaseException as e:
+        # Whatever stops the run, the write in flight completes first.
+        self._books.wait_for_checkpoints_after(e)
+        raise
     return self._books.step
 
   def request_stop(self, reason):
@@ -469,6 +481,7 @@ class Loop:
       self._finish_step(self._books.step, self._which_task(self._books.step))
       if self._stop_request is not None:
         self._finish_stop()
+        self._books.wait_for_checkpoints()  # As at the end below.
         return
     if not progress.keep:  # Trax's run starts new sums; a resumed one not.
       progress.reset()
@@ -497,6 +510,7 @@ class Loop:
         self._sync_model()
         self._books.stop(self.save_checkpoint)
     self._sync_model()
+    self._books.wait_for_checkpoints()  # run() returns with them written.
     for writer in self._train_writers + self._eval_writers:
       writer.flush()
 
@@ -704,40 +718,42 @@ class Loop:
       var.assign(stream.position)
     self._loop_vars.seed.assign(self._seed)
     permanent, name = ckpt_lib.checkpoint_name(basename, self._books.step)
+    write_trax_files, reads = self._trax_files_writer(basename)
     path = self._books.save(extra=self._checkpoint_extra(),
-                            permanent=permanent, name=name)
+                            permanent=permanent, name=name,
+                            then=write_trax_files, then_reads=reads)
     if path is not None:
       logs.log(f'Checkpoint saved in {path}', stdout=False)
-      self._save_trax_files(basename)
     return path
 
+  def wait_for_checkpoints(self):
+    """Waits until the checkpoint being written (async_checkpoints) is.
+
+    Raises:
+      CheckpointWriteError: that write failed (checkpoint_errors='raise';
+        'warn' warns instead).
+    """
+    self._books.wait_for_checkpoints()
+
   def _save_trax_files(self, basename):
-    """Writes `basename`'s checkpoint in Trax's files (see __init__)."""
-    if not self._trax_checkpoint_files:
+    """Writes `basename`'s checkpoint in Trax's files now (see __init__)."""
+    write, _ = self._trax_files_writer(basename)
+    if write is None:
       return
-    weights, state = self._trainers.model_weights_and_state()
-    flat_weights, flat_state = weight_files.flatten_weights_and_state(
-        weights, state)
-    _, flat_eval_state = weight_files.flatten_weights_and_state(
-        weights, self._eval_model.state)
-    n_in = self._model.n_in
-    checkpoint = trax_checkpoints.TraxCheckpoint(
-        step=self._books.step, flat_weights=flat_weights, flat_state=flat_state,
-        flat_eval_state=[onp.asarray(x) for x in flat_eval_state],
-        slots_per_task=[[onp.asarray(x) for x in trax_checkpoints.flat_slots(
-            t.slots)] for t in self._trainers.trainers],
-        history=self._books.history,
-        input_signature=shapes.signature(
-            tuple(self._tasks[0].sample_batch)[:n_in]))
     try:
-      trax_checkpoints.save(
-          self._books.output_dir, basename, checkpoint,
-          compresslevel=0 if self._use_memory_efficient_trainer else 2)
-    except OSError as e:  # Disk full, read-only: as checkpoint_errors says.
-      self._books.write_failed(checkpoints.CheckpointWriteError(
-          f'could not write the Trax checkpoint files {basename}.* in '
-          f'{self._books.output_dir} ({e}).', self._books.output_dir, basename, str(e),
-          e.errno))
+      write(lambda v: v.numpy())
+    except checkpoints.CheckpointWriteError as e:
+      self._books.write_failed(e)
+
+  def _trax_files_writer(self, basename):
+    """`(write, reads)` for Trax's files of `basename` (see __init__ and
+    `checkpointing.trax_files_writer`); `(None, [])` without them."""
+    if not self._trax_checkpoint_files:
+      return None, []
+    return ckpt_lib.trax_files_writer(
+        self._trainers, self._model, self._eval_model, self._books,
+        tuple(self._tasks[0].sample_batch)[:self._model.n_in], basename,
+        compresslevel=0 if self._use_memory_efficient_trainer else 2)
 
   def _checkpoint_extra(self):
     """The manifest's Loop entries: the running sums and eval positions,
@@ -761,6 +777,7 @@ class Loop:
     Returns:
       The restored step, or None if there was nothing to load.
     """
+    self._books.wait_for_checkpoints()
     restored = resume_lib.load_checkpoint(self._resume_parts(), directory,
                                           filename)
     if restored is None:

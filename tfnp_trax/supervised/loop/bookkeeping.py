@@ -15,6 +15,7 @@ Example:
   0.5
 """
 
+import json
 import numbers
 import os
 import signal
@@ -25,6 +26,7 @@ from absl import logging
 import tensorflow as tf
 
 import distribute
+from tfnp_trax.supervised import async_checkpoints
 from tfnp_trax.supervised import checkpoints
 from tfnp_trax.supervised import history as history_lib
 from tfnp_trax.supervised import summaries
@@ -54,10 +56,17 @@ class RunBookkeeping:
       with a CheckpointWriteError naming the folder and the OS error) or
       'warn' (log a warning, keep training, try again at the next
       checkpoint).
+    async_checkpoints: write checkpoints on a background thread: `save`
+      copies the variables on device and returns while the copy is written
+      (see `async_checkpoints.AsyncCheckpointWriter`). One write is in
+      flight at a time; `save`, `wait_for_checkpoints`, `stop` and
+      everything that reads the checkpoint folder wait for it first, and a
+      failed write is handled as checkpoint_errors says there.
   """
 
   def __init__(self, owner, output_dir=None, strategy=None,
-               keep_checkpoints=3, checkpoint_errors='raise'):
+               keep_checkpoints=3, checkpoint_errors='raise',
+               async_checkpoints=False):
     if checkpoint_errors not in CHECKPOINT_ERRORS:
       raise ValueError(f'{owner}: checkpoint_errors must be one of '
                        f'{CHECKPOINT_ERRORS}, got {checkpoint_errors!r}.')
@@ -76,6 +85,10 @@ class RunBookkeeping:
       _check_writable(owner, self.output_dir)
     self.keep_checkpoints = keep_checkpoints
     self.checkpoint_errors = checkpoint_errors
+    self.async_checkpoints = bool(async_checkpoints)
+    self._async = None  # The background writer (the chief's, when async).
+    self._async_ckpt = (None, None)  # (shadows, their tf.train.Checkpoint).
+    self._pending = None  # (step, path, [folder written]) of the write.
     self.step = 0
     self.history = history_lib.History()
     self.manager = None
@@ -120,6 +133,8 @@ class RunBookkeeping:
     self.manager = checkpoints.CheckpointManager(
         self.checkpoint_dir, variables, shapes_manifest,
         keep=self.keep_checkpoints, writer=self.is_chief)
+    if self.async_checkpoints and self.is_chief and self._async is None:
+      self._async = async_checkpoints.AsyncCheckpointWriter(self.owner)
 
   @property
   def checkpoint_dir(self):
@@ -128,7 +143,11 @@ class RunBookkeeping:
     return os.path.join(self.output_dir, 'checkpoints')
 
   def list_checkpoints(self):
-    """`CheckpointInfo`s of the finished numbered checkpoints, oldest first."""
+    """`CheckpointInfo`s of the finished numbered checkpoints, oldest first.
+
+    A write in flight is waited for first.
+    """
+    self.wait_for_checkpoints()
     return self.manager.list() if self.manager else []
 
   def newest_checkpoint(self):
@@ -141,39 +160,127 @@ class RunBookkeeping:
     saved_step, paths = self._written
     return list(paths) if saved_step == step else []
 
-  def save(self, extra=None, permanent=False, name=None):
+  def save(self, extra=None, permanent=False, name=None, then=None,
+           then_reads=()):
     """Writes a checkpoint of the current step, on the chief only.
+
+    With async_checkpoints the previous write is waited for (its failure
+    handled as checkpoint_errors says), the variables are copied on device
+    and the write (and `then`) runs on the background thread.
 
     Args:
       extra: a JSON-able dict for the manifest; the History is added.
       permanent: keep this numbered checkpoint when pruning.
       name: a named checkpoint instead of `ckpt-<step>`.
+      then: None, or `then(read)` run after the folder is written, where
+        `read(variable)` gives a variable's value (NumPy) at this save;
+        e.g. the owner's other checkpoint files. It may raise a
+        CheckpointWriteError, handled as a failed write.
+      then_reads: the variables `then` reads that checkpoints do not hold.
 
     Returns:
-      The checkpoint folder; None where nothing was written (no
-      output_dir, not the chief, or a failed write under 'warn').
+      The checkpoint folder (with async_checkpoints: where it will be
+      once written); None where nothing was written (no output_dir, not
+      the chief, or a failed write under 'warn').
 
     Raises:
-      CheckpointWriteError: the write failed and checkpoint_errors is
-        'raise'.
+      CheckpointWriteError: the write (or, with async_checkpoints, the
+        previous one) failed and checkpoint_errors is 'raise'.
     """
     if self.manager is None or not self.is_chief:
       return None
-    try:
-      path = self.manager.save(self.step, extra=self._extra(extra),
-                               permanent=permanent, name=name)
-    except checkpoints.CheckpointWriteError as e:
-      self._failed(e)
-      return None
-    if name is None:  # Named checkpoints are not the step's checkpoint.
-      step, paths = self._written
-      self._written = (self.step, (paths if step == self.step else []) +
-                       [path])
-    logging.info('%s: checkpoint saved in %s', self.owner, path)
+    step, manifest_extra = self.step, self._extra(extra)
+    if self._async is None:
+      try:
+        path = self.manager.save(step, extra=manifest_extra,
+                                 permanent=permanent, name=name)
+      except checkpoints.CheckpointWriteError as e:
+        self._failed(e)
+        return None
+      self._record(step, path, name)
+      if then is not None:
+        try:
+          then(lambda v: v.numpy())
+        except checkpoints.CheckpointWriteError as e:
+          self._failed(e)
+      return path
+    return self._save_in_background(step, manifest_extra, permanent, name,
+                                    then, then_reads)
+
+  def _save_in_background(self, step, manifest_extra, permanent, name, then,
+                          then_reads):
+    """`save` with async_checkpoints: wait, copy on device, submit."""
+    self.wait_for_checkpoints()
+    path = self.manager.path(self.manager.name_for(step, permanent, name))
+    tracked = self.manager.tracked_variables
+    known = {id(v) for vs in tracked.values() for v in vs}
+    extra_reads = [v for v in then_reads if id(v) not in known]
+    shadows = self._async.snapshot(dict(tracked, **(
+        {'_then_reads': extra_reads} if extra_reads else {})))
+    if self._async_ckpt[0] is not shadows:  # Made anew with the shadows.
+      self._async_ckpt = (shadows, checkpoints.CheckpointManager.checkpoint_of(
+          {k: shadows[k] for k in tracked}))
+    source, manager, writer = self._async_ckpt[1], self.manager, self._async
+    written = []
+
+    def write():
+      manager.save(step, extra=manifest_extra, permanent=permanent,
+                   name=name, checkpoint=source)
+      written.append(True)
+      logging.info('%s: checkpoint written in %s', self.owner, path)
+      if then is not None:
+        then(lambda v: writer.shadow_of(v).numpy())
+
+    self._record(step, path, name)
+    self._pending = (step, path, written)
+    writer.submit(write, path)
     return path
 
+  def _record(self, step, path, name=None):
+    if name is None:  # Named checkpoints are not the step's checkpoint.
+      saved_step, paths = self._written
+      self._written = (step, (paths if saved_step == step else []) + [path])
+    logging.info('%s: checkpoint saved in %s', self.owner, path)
+
+  def wait_for_checkpoints(self):
+    """Waits for the checkpoint write in flight (async_checkpoints).
+
+    A failed write is handled as checkpoint_errors says: 'raise' raises
+    its CheckpointWriteError here, 'warn' warns. Any other error raised in
+    the writer's thread is raised here as it is.
+    """
+    if self._async is None:
+      return
+    pending, self._pending = self._pending, None
+    try:
+      self._async.wait()
+    except BaseException as e:
+      if pending is not None and not pending[2]:  # No folder was written.
+        step, paths = self._written
+        self._written = (step, [p for p in paths if p != pending[1]])
+      if isinstance(e, checkpoints.CheckpointWriteError):
+        self._failed(e)
+      else:
+        raise
+
+  def wait_for_checkpoints_after(self, error):
+    """Waits for the write in flight while `error` stops the run.
+
+    A failure of that write is not raised over `error`: it is logged and
+    added to `error` as a note.
+    """
+    try:
+      self.wait_for_checkpoints()
+    except Exception as e:  # pylint: disable=broad-except
+      message = (f'{self.owner}: the checkpoint write in flight failed too: '
+                 f'{type(e).__name__}: {e}')
+      logging.error(message)
+      error.add_note(message)
+
   def _extra(self, extra):
-    out = dict(extra or {})
+    # A copy made now (through JSON): the owner's values may change while
+    # a background write is in flight.
+    out = json.loads(json.dumps(dict(extra or {})))
     out['history'] = _json_safe(self.history.to_dict())
     return out
 
@@ -226,6 +333,7 @@ class RunBookkeeping:
     """
     if self.manager is None or not self.is_chief:
       return []
+    self.wait_for_checkpoints()
     found = self.manager.list()
     have = {c.step for c in found if c.permanent}
     made = []
@@ -276,8 +384,13 @@ class RunBookkeeping:
         (it may add its own counters before calling `save`).
     """
     signum = self._watch.signum or signal.SIGTERM
+    self.wait_for_checkpoints()  # A failed write at this step is not saved.
     paths = self.saved_at(self.step)
     path = paths[0] if paths else save_checkpoint()
+    # The chief's write is complete before the barrier and the message.
+    self.wait_for_checkpoints()
+    if path is not None and path not in self.saved_at(self.step):
+      path = None
     self.flush()
     # Non-chief workers wait here until the chief's checkpoint is complete.
     distribute.barrier(self.strategy)

@@ -12,13 +12,19 @@ any other basename is a named checkpoint folder of that name.
 import os
 import re
 
+import numpy as onp
 import tensorflow as tf
 
+from tfnp_trax import fastmath
+from tfnp_trax import shapes
 from tfnp_trax.layers import naming
 from tfnp_trax.layers import weight_files
+from tfnp_trax.supervised import checkpoints
+from tfnp_trax.supervised import history as history_lib
+from tfnp_trax.supervised import trax_checkpoints
 
 __all__ = ['LoopVariables', 'checkpoint_name', 'find_checkpoint_dir',
-           'match_by_shape', 'variable_groups']
+           'match_by_shape', 'trax_files_writer', 'variable_groups']
 
 _PERMANENT = re.compile(r'^model_(\d+)$')
 
@@ -105,3 +111,61 @@ def match_by_shape(full, partial, what):
   """
   return weight_files.fit_leaves(partial, list(full), what, by_shape=True,
                                  source='Loop.load_checkpoint')
+
+
+def trax_files_writer(trainers, model, eval_model, books, inputs, basename,
+                      compresslevel=2):
+  """`(write, reads)`: Trax's checkpoint files of `basename`, in two parts.
+
+  What the files hold besides the arrays (the step, the History, the eval
+  model's state, the input signature) is taken now. `write(read)` reads
+  the arrays of the variables `reads` with `read(variable)` (their values
+  at the save: the live ones, or the asynchronous writer's copies on its
+  thread) and writes the files, raising a CheckpointWriteError if it
+  cannot.
+
+  Args:
+    trainers: the Loop's task trainers.
+    model: the model body (its weight and state trees place the values).
+    eval_model: the eval model (its state is saved as the eval state).
+    books: the run's RunBookkeeping (step, History, output_dir).
+    inputs: the model's inputs of a sample batch (for the signature).
+    basename: Trax's checkpoint name ('model', 'model_<step>', ...).
+    compresslevel: the gzip level of the `.npy.gz` files.
+  """
+  weight_vars, state_vars = trainers.model_variables()
+  slot_vars = [list(t.variables()['slots']) for t in trainers.trainers]
+  # The trees' structures place the values; None leaves have no variable.
+  weight_leaves = fastmath.tree_flatten(model.weights)
+  state_leaves = fastmath.tree_flatten(model.state)
+  _, flat_eval_state = weight_files.flatten_weights_and_state(
+      (), eval_model.state)
+  step, output_dir = books.step, books.output_dir
+  history = history_lib.History.from_dict(books.history.to_dict())
+  signature = shapes.signature(inputs)
+
+  def write(read):
+    checkpoint = trax_checkpoints.TraxCheckpoint(
+        step=step, flat_weights=_fill(weight_leaves, weight_vars, read),
+        flat_state=_fill(state_leaves, state_vars, read),
+        flat_eval_state=[onp.asarray(x) for x in flat_eval_state],
+        slots_per_task=[[read(v) for v in vs] for vs in slot_vars],
+        history=history, input_signature=signature)
+    try:
+      trax_checkpoints.save(output_dir, basename, checkpoint,
+                            compresslevel=compresslevel)
+    except OSError as e:  # Disk full, read-only: checkpoint_errors says.
+      raise checkpoints.CheckpointWriteError(
+          f'could not write the Trax checkpoint files {basename}.* in '
+          f'{output_dir} ({e}).', output_dir, basename, str(e),
+          e.errno) from e
+
+  return write, weight_vars + state_vars + [v for vs in slot_vars
+                                            for v in vs]
+
+
+def _fill(leaves, variables, read):
+  """A tree's flat leaves: None where `leaves` has None, else the next
+  variable's value (`read(variable)`), as the trainers' trees hold them."""
+  values = iter(variables)
+  return [None if x is None else read(next(values)) for x in leaves]

@@ -112,6 +112,11 @@ class _ModelTrainers:
       if weights is not None:
         self.trainers[i].reset_ema()
 
+  def model_variables(self):
+    """`(weights, state)`: the newest model's variables, in leaf order."""
+    return (self._model_variables(self.active, 'weights'),
+            self._model_variables(self.active, 'state'))
+
   def model_ema_weights(self):
     """The newest moving average of the model's weights (leaves), or None."""
     if not self.has_ema:
