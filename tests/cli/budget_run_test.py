@@ -76,21 +76,24 @@ def test_budget_calibrates_in_the_warm_up_then_fits_and_records(tmp_path):
   # Compile (1 step), 2 rough steps, then 4 s of 1/8 s steps: 32 steps.
   assert loop.ran == [1, 2, 32] and loop.step == 35
   assert clock.now == 5 + 0.5 + 0.25 + 4.0
-  overheads = _budget_run.estimate_overheads(_SHAPE, 0.125, 5.0, 0.5)
-  assert total == tb.fit_steps(100.0 - clock.now, 35, 0.125, 2000,
+  # The fit counts each step 10% slower than timed (SUSTAINED_SLOWDOWN).
+  assert _budget_run.SUSTAINED_SLOWDOWN == 1.1
+  step_s = 0.125 * 1.1
+  overheads = _budget_run.estimate_overheads(_SHAPE, step_s, 5.0, 0.5)
+  assert total == tb.fit_steps(100.0 - clock.now, 35, step_s, 2000,
                                overheads)
   # The prediction uses the whole budget and no more.
-  end = clock.now + tb.planned_seconds(total, 35, 0.125, overheads)
-  assert 100.0 - 0.125 - overheads.eval_s - 0.5 < end <= 100.0
-  # By hand: 90.25 s left; the end costs 23.4375 s (3 + 127 / 16 + 12.5);
-  # evals (2 s) and checkpoints (0.5 s) at 250 and 500, and a final eval:
-  # 478 steps of 1/8 s = 59.75 s, + 5 + 2 = 66.75 <= 66.8125 (one more
-  # step would be 66.875).
-  assert total == 513
+  end = clock.now + tb.planned_seconds(total, 35, step_s, overheads)
+  assert 100.0 - step_s - overheads.eval_s - 0.5 < end <= 100.0
+  # By hand, at 0.1375 s a step: 90.25 s left; the end costs 24.23 s
+  # (3 + 127 * 0.1375 / 2 + 12.5), an eval 2.2 s (32 half steps); one eval
+  # and checkpoint (step 250) and the final eval leave 61.12 s: 444 steps
+  # after step 35.
+  assert total == 479
   plan = tb.read_plan(str(tmp_path))
-  assert plan == tb.BudgetPlan(total, 100.0, 0.125, 35, 100)
+  assert plan == tb.BudgetPlan(total, 100.0, step_s, 35, 100)
   assert lines == [f'Time budget: {total} steps fit the time budget of '
-                   f'1m40s at 8.00 steps/s (compiling took 5s; predicted '
+                   f'1m40s at 7.27 steps/s (compiling took 5s; predicted '
                    f'end {tb.format_duration(end)}).']
   # Only warm-up steps ran before the total was known.
   assert loop.step <= schedule.warmup_steps
