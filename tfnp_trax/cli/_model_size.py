@@ -14,11 +14,11 @@ run rebuilds the same model.
 tested with made-up ones; `probe_step_seconds` does the timing.
 """
 
-import json
 import math
-import os
 import time
 from typing import Callable, NamedTuple, Optional, Sequence
+
+from tfnp_trax.cli import _run_files
 
 __all__ = ['Size', 'LADDER', 'Choice', 'choose', 'probe_step_seconds',
            'SIZE_FILE', 'write_size', 'read_size']
@@ -170,28 +170,11 @@ def probe_step_seconds(size, vocab_size, batch, timed_s=1.0, min_steps=3,
 
 def write_size(output_dir, choice):
   """Writes `choice` to `<output_dir>/model_size.json` atomically."""
-  path = os.path.join(output_dir, SIZE_FILE)
-  os.makedirs(output_dir, exist_ok=True)
-  partial = f'{path}.partial-{os.getpid()}'
-  with open(partial, 'w', encoding='utf-8') as f:
-    json.dump(choice.to_dict(), f, indent=1)
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(partial, path)
-  return path
+  return _run_files.write_json(output_dir, SIZE_FILE, choice.to_dict())
 
 
 def read_size(output_dir) -> Optional[Choice]:
   """The choice `write_size` left in `output_dir`, or None."""
-  path = os.path.join(output_dir, SIZE_FILE)
-  if not os.path.isfile(path):
-    return None
-  try:
-    with open(path, encoding='utf-8') as f:
-      return Choice.from_dict(json.load(f))
-  except (ValueError, TypeError, KeyError) as e:
-    raise ValueError(
-        f'tfnp-trax train: {path} does not describe a model size ({e}); it '
-        f'fixes the model of the run in that folder. Delete it only '
-        f'together with the checkpoints, or choose another '
-        f'--output_dir.') from e
+  return _run_files.read_json(
+      output_dir, SIZE_FILE, Choice.from_dict,
+      'does not describe a model size', 'the model of the run')

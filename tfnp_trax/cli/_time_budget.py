@@ -15,11 +15,11 @@ Everything here is a pure function of the numbers it is given (no clocks),
 so the sizing is tested with made-up timings.
 """
 
-import json
 import math
-import os
 import re
 from typing import NamedTuple, Optional
+
+from tfnp_trax.cli import _run_files
 
 __all__ = ['parse_duration', 'format_duration', 'WarmupCosine',
            'Overheads', 'fit_steps', 'planned_seconds', 'BudgetPlan',
@@ -230,27 +230,11 @@ class BudgetPlan(NamedTuple):
 
 def write_plan(output_dir, plan):
   """Writes `plan` to `<output_dir>/time_budget.json` atomically."""
-  path = os.path.join(output_dir, PLAN_FILE)
-  os.makedirs(output_dir, exist_ok=True)
-  partial = f'{path}.partial-{os.getpid()}'
-  with open(partial, 'w', encoding='utf-8') as f:
-    json.dump(plan._asdict(), f, indent=1)
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(partial, path)  # Readers see the old file or the whole new one.
-  return path
+  return _run_files.write_json(output_dir, PLAN_FILE, plan._asdict())
 
 
 def read_plan(output_dir) -> Optional[BudgetPlan]:
   """The plan written by `write_plan` in `output_dir`, or None."""
-  path = os.path.join(output_dir, PLAN_FILE)
-  if not os.path.isfile(path):
-    return None
-  try:
-    with open(path, encoding='utf-8') as f:
-      return BudgetPlan(**json.load(f))
-  except (ValueError, TypeError) as e:
-    raise ValueError(
-        f'tfnp-trax train: {path} is not a time-budget plan ({e}); it fixes '
-        f'the step count of the run in that folder. Delete it only together '
-        f'with the checkpoints, or choose another --output_dir.') from e
+  return _run_files.read_json(
+      output_dir, PLAN_FILE, lambda d: BudgetPlan(**d),
+      'is not a time-budget plan', 'the step count of the run')

@@ -1,0 +1,55 @@
+"""The small JSON files that fix a `tfnp-trax train` run's choices.
+
+A budgeted run writes how many steps it takes (`_time_budget`) and which
+model size it trains (`_model_size`) into its output folder, so a resumed
+run follows the same schedule and rebuilds the same model. Both go through
+here: written atomically (a reader sees the old file or the whole new one),
+read back with a message naming what the file fixes when it is damaged.
+"""
+
+import json
+import os
+
+__all__ = ['write_json', 'read_json']
+
+
+def write_json(output_dir, name, value):
+  """Writes JSON `value` to `<output_dir>/<name>` atomically; returns it."""
+  path = os.path.join(output_dir, name)
+  os.makedirs(output_dir, exist_ok=True)
+  partial = f'{path}.partial-{os.getpid()}'
+  with open(partial, 'w', encoding='utf-8') as f:
+    json.dump(value, f, indent=1)
+    f.flush()
+    os.fsync(f.fileno())
+  os.replace(partial, path)  # Readers see the old file or the whole new one.
+  return path
+
+
+def read_json(output_dir, name, parse, problem, fixes):
+  """`parse(contents)` of `<output_dir>/<name>`, or None without the file.
+
+  Args:
+    output_dir: the run's folder.
+    name: the file's name.
+    parse: JSON value -> the record; raises ValueError, TypeError or
+      KeyError on contents it cannot use.
+    problem: what is wrong with such a file, e.g. 'is not a time-budget
+      plan'.
+    fixes: what the file fixes, e.g. 'the step count of the run'.
+
+  Raises:
+    ValueError: the file is not JSON, or `parse` refused it; the message
+      names the file and what it fixes.
+  """
+  path = os.path.join(output_dir, name)
+  if not os.path.isfile(path):
+    return None
+  try:
+    with open(path, encoding='utf-8') as f:
+      return parse(json.load(f))
+  except (ValueError, TypeError, KeyError) as e:
+    raise ValueError(
+        f'tfnp-trax train: {path} {problem} ({e}); it fixes {fixes} in that '
+        f'folder. Delete it only together with the checkpoints, or choose '
+        f'another --output_dir.') from e
