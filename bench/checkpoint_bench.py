@@ -9,9 +9,9 @@ off), each in its own process:
   (a) blocking time: how long `save_checkpoint` holds the caller, as Orbax
       reports it (median over `--saves` saves; the async writer's first
       save, which makes the device copies, is reported apart);
-  (b) steps/s while a background write is in flight, against steps/s
-      without any checkpoint (the writer competes with training for the
-      CPU cores);
+  (b) steps/s while a background write is in flight (one save, then
+      steps until its write is done), against steps/s without any
+      checkpoint: the writer competes with training for the CPU cores;
   (c) the wall time of `--steps` steps with a checkpoint every `--every`
       steps, the last write included.
 
@@ -98,11 +98,18 @@ def _measure(config, async_checkpoints, trax_files, saves, steps, every,
     with contextlib.redirect_stdout(io.StringIO()):
       loop.run(n)
 
+  def intervals(n):
+    """Runs n steps in one run(); (seconds, write in flight at its end)
+    of each step after the first (`run` itself returns only once the
+    write is done, so the steps must share one call)."""
+    del ends[:]
+    run(n)
+    return [(b[0] - a[0], b[2]) for a, b in zip(ends, ends[1:])]
+
   run(2)  # Compiles the step.
-  del ends[:]
-  run(max(3, steps // 4))
   # Steps/s without checkpoints: the intervals between step ends.
-  plain = (len(ends) - 1) / (ends[-1][0] - ends[0][0])
+  alone = [t for t, _ in intervals(max(4, steps // 4))]
+  plain = len(alone) / sum(alone)
   # (a) Blocking time of save_checkpoint, each save from an idle writer.
   blocking, first = [], None
   for i in range(saves + (1 if async_checkpoints else 0)):
@@ -117,16 +124,20 @@ def _measure(config, async_checkpoints, trax_files, saves, steps, every,
     start = time.perf_counter()
     loop.wait_for_checkpoints()
     write = took + time.perf_counter() - start  # The whole write.
+  # (b) One save, then steps in one run() for about twice the write's
+  # time; the steps that end while the write is in flight count.
+  during = []
+  if async_checkpoints:
+    loop.save_checkpoint()
+    n = min(200, max(4, int(2 * write * plain) + 2))
+    during = [t for t, busy in intervals(n) if busy]
   # (c) N steps with a checkpoint every k steps in one run(), which
-  # returns with the last write complete; (b) from its steps' intervals.
+  # returns with the last write complete.
   when['every'] = every
   del ends[:]
   start = time.perf_counter()
   run(steps)
   total = time.perf_counter() - start
-  times = [start] + [t for t, _, _ in ends]
-  during = [times[j + 1] - times[j] for j, (_, _, busy) in enumerate(ends)
-            if busy]
   size = sum(os.path.getsize(os.path.join(root, f))
              for root, _, files in os.walk(output_dir) for f in files)
   return dict(async_checkpoints=async_checkpoints, trax_files=trax_files,
