@@ -68,6 +68,15 @@ def test_estimate_overheads_from_measured_times():
                                    pytest.approx(3 + 6.35 + 12.5))
 
 
+def test_estimate_overheads_counts_a_final_held_out_eval():
+  shape = _SHAPE._replace(final_eval_batches=300)
+  overheads = _budget_run.estimate_overheads(shape, step_s=0.1,
+                                             compile_s=5.0, checkpoint_s=0.5)
+  # Besides the above: 300 batches at half a step (15 s) and compiling
+  # that eval (5 s).
+  assert overheads.final_s == pytest.approx(3 + 6.35 + 12.5 + 15 + 5)
+
+
 def test_budget_calibrates_in_the_warm_up_then_fits_and_records(tmp_path):
   clock = FakeClock()
   loop = FakeLoop(clock, str(tmp_path))

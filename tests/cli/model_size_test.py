@@ -45,6 +45,19 @@ def test_a_slow_machine_keeps_the_smallest_size():
   assert choice.size.name == 'a' and choice.steps == 10
 
 
+def test_a_size_is_not_timed_where_the_one_below_lacks_its_steps():
+  step_seconds, timed = _timer({'a': 0.1, 'b': 0.8, 'c': 0.9})
+  # 100 s: a gets 1000, b 125 (needs 100); c needs 150 > 125: not built.
+  choice = ms.choose(_LADDER, step_seconds, 100.0)
+  assert choice.size.name == 'b' and timed == ['a', 'b']
+  assert choice.reasons[2] == ('c (2 layers x 32 wide, batches of 2 x 8 '
+                               'bytes): not timed; it needs 150 steps, '
+                               'more than b gets')
+  step_seconds, timed = _timer({'a': 2.0, 'b': 0.01, 'c': 0.01})
+  assert ms.choose(_LADDER, step_seconds, 100.0).size.name == 'a'
+  assert timed == ['a']  # 50 steps < b's 100.
+
+
 def test_a_fast_machine_climbs_to_the_top():
   step_seconds, _ = _timer({'a': 0.01, 'b': 0.02, 'c': 0.03})
   assert ms.choose(_LADDER, step_seconds, 100.0).size.name == 'c'

@@ -71,6 +71,11 @@ def test_pylm_short_run_reports_bits_per_char_and_samples(tmp_path, capsys):
                     r'([0-9.]+) bits/char\)', out)
   assert match, out[-2000:]
   assert 0 < float(match[1]) < 8.0
+  # The figure reads 1024 windows spread over the held-out files.
+  from tfnp_trax.data import pylm  # pylint: disable=g-import-not-at-top
+  share = 1024 * 32 / len(pylm.load_corpus()[1])
+  assert (f'Held-out eval: 1,024 windows of 32 bytes spread evenly over the '
+          f'held-out files ({share:.0%} of them).') in out
   # The sample continues the prompt of a method's first line.
   assert out[out.index('Sample:\n') + 8:].startswith('    def ')
   # A second run resumes, and with nothing left to do, finishes at once.
@@ -240,7 +245,7 @@ def test_default_pylm_run_fits_the_model_size_to_the_budget(
   from tfnp_trax.cli import _model_size  # pylint: disable=g-import-not-at-top
   from tfnp_trax.cli import train  # pylint: disable=g-import-not-at-top
   # A ladder of toy sizes: 'b' gets its 10 steps in any budget, 'c' can
-  # never get 10**9, so the run takes 'b' and never times 'd'.
+  # never get 10**9 (so it is not even timed), and 'd' is never reached.
   ladder = (_model_size.Size('a', 1, 8, 2, 16, 2, 5e-3, 0),
             _model_size.Size('b', 1, 16, 2, 16, 4, 5e-3, 10),
             _model_size.Size('c', 2, 16, 2, 16, 4, 5e-3, 10 ** 9),
@@ -257,12 +262,13 @@ def test_default_pylm_run_fits_the_model_size_to_the_budget(
            '8', '--output_dir', str(tmp_path)]
   assert train.main(flags) == 0
   out = capsys.readouterr().out
-  assert timed == ['a', 'b', 'c']
+  assert timed == ['a', 'b']
   lines = out.splitlines()
   start = lines.index(next(l for l in lines if l.startswith('Choosing')))
   assert lines[start + 1].startswith('  a (1 layer x 8 wide, batches of 2 x '
                                      '16 bytes): ')
-  assert '(needs 1000000000)' in lines[start + 3]
+  assert lines[start + 3].endswith('not timed; it needs 1000000000 steps, '
+                                   'more than b gets')
   assert lines[start + 4].startswith('Chose b: 1 layer x 16 wide')
   assert 'Batch 4, peak learning rate 0.005.' in lines
   choice = _model_size.read_size(str(tmp_path))

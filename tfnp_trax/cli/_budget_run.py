@@ -48,6 +48,9 @@ class RunShape(NamedTuple):
   checkpoint_every: int
   sample_length: int
   export: bool
+  # An eval after the last step over this many batches (the training
+  # batch's size) besides the regular ones: pylm's held-out eval.
+  final_eval_batches: int = 0
 
 
 def estimate_overheads(shape, step_s, compile_s, checkpoint_s):
@@ -64,6 +67,9 @@ def estimate_overheads(shape, step_s, compile_s, checkpoint_s):
   """
   compiles = _EVAL_COMPILES
   final_s = _EXIT_S
+  if shape.final_eval_batches:
+    compiles += _EVAL_COMPILES
+    final_s += shape.final_eval_batches * step_s * _EVAL_BATCH_FRACTION
   if shape.sample_length:
     compiles += _SAMPLE_COMPILES
     final_s += shape.sample_length * step_s * _SAMPLE_BYTE_FRACTION

@@ -88,7 +88,9 @@ def choose(ladder: Sequence[Size], step_seconds: Callable[[Size], float],
   """The biggest size that gets its `min_steps` in `train_seconds`.
 
   Sizes are timed smallest first, and timing stops at the first size
-  that would get too few steps (the bigger ones are slower still).
+  that would get too few steps (the bigger ones are slower still). A size
+  is not timed at all where the one below it already gets fewer steps
+  than it needs: being slower per step, it would get fewer still.
 
   Args:
     ladder: sizes, smallest (and fastest) first.
@@ -102,6 +104,11 @@ def choose(ladder: Sequence[Size], step_seconds: Callable[[Size], float],
     raise ValueError('choose: the ladder is empty.')
   chosen, reasons = None, []
   for size in ladder:
+    if chosen is not None and chosen.steps < size.min_steps:
+      reasons.append(
+          f'{size.name} ({size.describe()}): not timed; it needs '
+          f'{size.min_steps} steps, more than {chosen.size.name} gets')
+      break
     step_s = float(step_seconds(size))
     if not step_s > 0 or not math.isfinite(step_s):
       raise ValueError(f'choose: the step time of {size.name} must be a '

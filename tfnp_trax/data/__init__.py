@@ -87,10 +87,11 @@ from tfnp_trax.data.tf_inputs import wmt_preprocess
 from tfnp_trax.data.pylm import lm_batches
 from tfnp_trax.data.pylm import load_corpus
 from tfnp_trax.data.pylm import unigram_bits_per_char
+from tfnp_trax.data.pylm import window_batches
 
 __all__ = [
     'copy_batches', 'classification_batches', 'load_digits_split',
-    'lm_batches', 'load_corpus', 'unigram_bits_per_char',
+    'lm_batches', 'load_corpus', 'unigram_bits_per_char', 'window_batches',
     'AddLossWeights', 'AppendValue', 'Batch', 'BucketByLength', 'CastTo',
     'ConcatenateToLMInput', 'CountAndSkip', 'Dup', 'FilterByLength',
     'FilterEmptyExamples', 'Inputs', 'Log', 'MLM', 'PadToLength', 'Parallel',

@@ -12,8 +12,8 @@ import sysconfig
 
 import numpy as onp
 
-__all__ = ['load_corpus', 'lm_batches', 'unigram_bits_per_char', 'bits',
-           'VOCAB_SIZE']
+__all__ = ['load_corpus', 'lm_batches', 'window_batches',
+           'unigram_bits_per_char', 'bits', 'VOCAB_SIZE']
 
 VOCAB_SIZE = 256
 
@@ -44,6 +44,48 @@ def lm_batches(data, batch_size, seq_len, seed):
     starts = rng.integers(0, high, size=batch_size)
     x = onp.stack([data[s:s + seq_len] for s in starts]).astype(onp.int32)
     yield x, x, onp.ones_like(x, dtype=onp.float32)
+
+
+def window_batches(data, batch_size, seq_len, n_windows=None, repeat=False):
+  """Yields (inputs, targets, weights) of fixed, evenly spaced windows.
+
+  Unlike `lm_batches`' random windows, the same windows come every time,
+  so two evals over them differ only by the weights (no sampling noise),
+  and evenly spaced windows cover the whole text (a stratified sample).
+
+  Args:
+    data: a uint8 array.
+    batch_size: windows per batch.
+    seq_len: bytes per window.
+    n_windows: how many windows, spread evenly from the first byte to the
+      last; None: every whole non-overlapping window of `data`. Rounded
+      down to whole batches.
+    repeat: start again after the last batch (for an EvalTask, which
+      reads `n_eval_batches` batches per eval), else stop.
+
+  Raises:
+    ValueError: `data` is shorter than one batch of windows.
+  """
+  data = onp.asarray(data)
+  fits = len(data) // seq_len
+  n_windows = fits if n_windows is None else min(int(n_windows), fits)
+  n_batches = n_windows // batch_size
+  if seq_len < 1 or n_batches < 1:
+    raise ValueError(
+        f'window_batches: {len(data)} bytes hold {fits} windows of seq_len='
+        f'{seq_len}, fewer than one batch of batch_size={batch_size} '
+        f'(n_windows={n_windows}); give more text or smaller batches.')
+  n_windows = n_batches * batch_size
+  starts = onp.linspace(0, len(data) - seq_len, n_windows).round().astype(
+      onp.int64)
+  windows = data[starts[:, None] + onp.arange(seq_len)].astype(onp.int32)
+  windows = windows.reshape(n_batches, batch_size, seq_len)
+  weights = onp.ones((batch_size, seq_len), onp.float32)
+  while True:
+    for x in windows:
+      yield x, x, weights
+    if not repeat:
+      return
 
 
 def unigram_bits_per_char(train, evals):
