@@ -82,25 +82,26 @@ def test_budget_calibrates_in_the_warm_up_then_fits_and_records(tmp_path):
   loop = FakeLoop(clock, str(tmp_path))
   schedule = tb.WarmupCosine(5e-3, 100)
   total, lines = _total(loop, schedule, budget_s=100.0)
-  # Compile (1 step), 2 rough steps, then 4 s of 1/8 s steps: 32 steps.
-  assert loop.ran == [1, 2, 32] and loop.step == 35
-  assert clock.now == 5 + 0.5 + 0.25 + 4.0
+  # Compile (1 step), 2 rough steps, then 8 s of 1/8 s steps: 64 steps.
+  assert _budget_run.CALIBRATION_S == 8.0
+  assert loop.ran == [1, 2, 64] and loop.step == 67
+  assert clock.now == 5 + 0.5 + 0.25 + 8.0
   # The fit counts each step 10% slower than timed (SUSTAINED_SLOWDOWN).
   assert _budget_run.SUSTAINED_SLOWDOWN == 1.1
   step_s = 0.125 * 1.1
   overheads = _budget_run.estimate_overheads(_SHAPE, step_s, 5.0, 0.5)
-  assert total == tb.fit_steps(100.0 - clock.now, 35, step_s, 2000,
+  assert total == tb.fit_steps(100.0 - clock.now, 67, step_s, 2000,
                                overheads)
   # The prediction uses the whole budget and no more.
-  end = clock.now + tb.planned_seconds(total, 35, step_s, overheads)
+  end = clock.now + tb.planned_seconds(total, 67, step_s, overheads)
   assert 100.0 - step_s - overheads.eval_s - 0.5 < end <= 100.0
-  # By hand, at 0.1375 s a step: 90.25 s left; the end costs 24.23 s
+  # By hand, at 0.1375 s a step: 86.25 s left; the end costs 24.23 s
   # (3 + 127 * 0.1375 / 2 + 12.5), an eval 2.2 s (32 half steps); one eval
-  # and checkpoint (step 250) and the final eval leave 61.12 s: 444 steps
-  # after step 35.
-  assert total == 479
+  # and checkpoint (step 250) and the final eval leave 57.12 s: 415 steps
+  # after step 67.
+  assert total == 482
   plan = tb.read_plan(str(tmp_path))
-  assert plan == tb.BudgetPlan(total, 100.0, step_s, 35, 100)
+  assert plan == tb.BudgetPlan(total, 100.0, step_s, 67, 100)
   assert lines == [f'Time budget: {total} steps fit the time budget of '
                    f'1m40s at 7.27 steps/s (compiling took 5s; predicted '
                    f'end {tb.format_duration(end)}).']

@@ -16,9 +16,11 @@ from tfnp_trax.cli import _time_budget
 __all__ = ['RunShape', 'total_steps', 'estimate_overheads',
            'CALIBRATION_S', 'SUSTAINED_SLOWDOWN']
 
-# Seconds of steps timed after compilation: long enough to average out a
-# slow step or two, short against a 4-minute budget.
-CALIBRATION_S = 4.0
+# Seconds of steps timed after compilation (within the warm-up): long
+# enough to average out a slow stretch, short against a 4-minute budget.
+# 4 s once timed a shared 2-core machine at 9.3 steps/s that then ran at
+# 11.6, and the run ended a minute early.
+CALIBRATION_S = 8.0
 
 # Steps timed in the warm-up run faster than the run's average: on a
 # 2-core CPU the default pylm run timed 14.5 steps/s there and averaged
