@@ -79,9 +79,9 @@ def _tasks(task, batch_size, seed, seq_len, corpus=None):
     info = {'unigram_bits': data.unigram_bits_per_char(train, evals)}
     # Every eval reads the same ~32k bytes, windows spread evenly over the
     # held-out files: random windows left eval-to-eval noise of ~0.05
-    # bits/char, which hid the trend. The final figure reads all of them
-    # (`_heldout_eval`).
-    # (At most 64 batches: small windows and batches would need hundreds.)
+    # bits/char, which hid the trend. At most 64 batches: small windows
+    # and batches would need hundreds. The final figure reads more of the
+    # held-out files (`_heldout_eval`).
     n_eval = max(8, min(64, 32768 // (batch_size * seq_len)))
     return (data.lm_batches(train, batch_size, seq_len, seed),
             data.window_batches(evals, batch_size, seq_len,
@@ -366,8 +366,8 @@ def _last_eval(loop):
 
 # The held-out eval's batch (bigger than training's: fewer calls) and its
 # windows: 1024 of 256 bytes are 40% of the held-out files, spread evenly
-# over all of them, in about 4 s on a 2-core CPU (all of them took 14 s,
-# a tenth of a slow machine's budget, for a figure within ~0.01 bits).
+# over all of them (every whole window, 2584 of them, took 14 s on one
+# core of a 2-core CPU: a tenth of a slow machine's 4-minute budget).
 _HELDOUT_BATCH = 32
 _HELDOUT_WINDOWS = 1024
 
