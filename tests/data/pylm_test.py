@@ -49,6 +49,8 @@ def test_window_batches_too_little_text_is_a_clear_error():
   with pytest.raises(ValueError, match='window_batches: 15 bytes hold 1 '
                      'windows of seq_len=8.*batch_size=2'):
     next(pylm.window_batches(np.zeros(15, np.uint8), 2, 8))
+  with pytest.raises(ValueError, match='at least 1, got seq_len=0'):
+    next(pylm.window_batches(np.zeros(15, np.uint8), 2, 0))
 
 
 def test_unigram_bits_per_char_hand_computed():

@@ -67,10 +67,14 @@ def window_batches(data, batch_size, seq_len, n_windows=None, repeat=False):
     ValueError: `data` is shorter than one batch of windows.
   """
   data = onp.asarray(data)
+  if seq_len < 1 or batch_size < 1:
+    raise ValueError(f'window_batches: seq_len and batch_size must be at '
+                     f'least 1, got seq_len={seq_len}, '
+                     f'batch_size={batch_size}.')
   fits = len(data) // seq_len
   n_windows = fits if n_windows is None else min(int(n_windows), fits)
   n_batches = n_windows // batch_size
-  if seq_len < 1 or n_batches < 1:
+  if n_batches < 1:
     raise ValueError(
         f'window_batches: {len(data)} bytes hold {fits} windows of seq_len='
         f'{seq_len}, fewer than one batch of batch_size={batch_size} '
