@@ -68,6 +68,40 @@ def test_loop_calls_callbacks_at_trax_steps_and_order(tmp_path):
   assert saved == [('model', 2), ('model', 2), ('model', 6)]
 
 
+@pytest.mark.parametrize('reads_weights', [True, False])
+def test_model_weights_are_copied_only_for_callbacks_that_read_them(
+    reads_weights):
+  seen = []
+
+  class Watch(callbacks.TrainingStepCallback):
+
+    def call_at(self, step):
+      return True
+
+    def on_step_begin(self, step):
+      pass
+
+    def on_step_end(self, step):
+      seen.append(np.array(self._loop.model.weights[0][0]))
+
+  if not reads_weights:
+    Watch.reads_weights = False
+  task = training.TrainTask(_data(), tl.L2Loss(), optimizers.SGD(0.01))
+  loop = training.Loop(tl.Serial(tl.Dense(1)), [task], callbacks=[Watch],
+                       eval_at=lambda step: False)
+  initial = np.array(loop.model.weights[0][0])
+  loop.run(3)
+  trained = np.array(loop.model.weights[0][0])  # run() copies at its end.
+  assert not np.array_equal(trained, initial)
+  if reads_weights:  # Each step's own weights, all different.
+    assert not np.array_equal(seen[0], initial)
+    np.testing.assert_array_equal(seen[-1], trained)
+    assert len({w.tobytes() for w in seen}) == 3
+  else:  # No copy at the step ends: the weights from before the run.
+    for w in seen:
+      np.testing.assert_array_equal(w, initial)
+
+
 # -- SerializedModelEvaluation -------------------------------------------------
 
 _VOCAB = 10

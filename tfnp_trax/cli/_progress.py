@@ -127,6 +127,10 @@ class Progress(callbacks.TrainingStepCallback):
     """The moving average of the training loss, or None."""
     return self._loss.value
 
+  # Only the step's loss and time are read: the Loop need not copy the
+  # newest weights into the model for this callback at every step.
+  reads_weights = False
+
   def call_at(self, step):
     del step
     return True
