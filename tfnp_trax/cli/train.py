@@ -228,10 +228,7 @@ def main(argv, started_at=None):
       train_stream, tl.WeightedCategoryCrossEntropy(),
       optimizers.Adam(lr, weight_decay_rate=0.0, clip_grad_norm=1.0),
       lr_schedule=schedule, n_steps_per_checkpoint=every['checkpoint'])
-  eval_task = training.EvalTask(
-      eval_stream, [tl.WeightedCategoryCrossEntropy(),
-                    tl.WeightedCategoryAccuracy()],
-      metric_names=['cross_entropy', 'accuracy'], n_eval_batches=n_eval)
+  eval_task = _eval_task(eval_stream, n_eval)
   progress = []  # Loop builds its callbacks; keep the one it builds.
 
   def make_progress(loop):
@@ -255,9 +252,8 @@ def main(argv, started_at=None):
       sample_length=FLAGS.sample_length if FLAGS.task == 'pylm' else 0,
       export=bool(FLAGS.export),
       # The held-out eval, in batches of the training batch's size.
-      final_eval_batches=(min(_HELDOUT_WINDOWS, len(corpus[1]) //
-                              shape.seq_len) // batch_size
-                          if FLAGS.task == 'pylm' else 0))
+      final_eval_batches=(_heldout_windows(corpus[1], shape.seq_len) //
+                          batch_size if FLAGS.task == 'pylm' else 0))
 
   def say(line):
     progress[0].close()  # A bar being drawn ends its line first.
@@ -372,22 +368,34 @@ _HELDOUT_BATCH = 32
 _HELDOUT_WINDOWS = 1024
 
 
+def _eval_task(stream, n_batches):
+  """The EvalTask of the run's metrics, cross-entropy and accuracy."""
+  import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.supervised import training  # pylint: disable=g-import-not-at-top
+  return training.EvalTask(
+      stream, [tl.WeightedCategoryCrossEntropy(),
+               tl.WeightedCategoryAccuracy()],
+      metric_names=['cross_entropy', 'accuracy'], n_eval_batches=n_batches)
+
+
+def _heldout_windows(evals, seq_len):
+  """How many windows `_heldout_eval` spreads over the held-out bytes."""
+  return min(_HELDOUT_WINDOWS, len(evals) // seq_len)
+
+
 def _heldout_eval(loop, eval_model, evals, seq_len):
   """Cross-entropy and accuracy over `_HELDOUT_WINDOWS` windows spread
   evenly over the held-out bytes (all whole windows, where fewer), with
   the weights the Loop's evals use; also kept in the history as
   ('eval', 'heldout/<metric>') at the final step."""
-  import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top
   from tfnp_trax import data  # pylint: disable=g-import-not-at-top
-  from tfnp_trax.supervised import training  # pylint: disable=g-import-not-at-top
   from tfnp_trax.supervised.loop import evals as evals_lib  # pylint: disable=g-import-not-at-top
-  windows = min(_HELDOUT_WINDOWS, len(evals) // seq_len)
+  windows = _heldout_windows(evals, seq_len)
   batch = min(_HELDOUT_BATCH, windows)
   n_batches = windows // batch
-  task = training.EvalTask(
+  task = _eval_task(
       data.window_batches(evals, batch, seq_len, n_windows=windows),
-      [tl.WeightedCategoryCrossEntropy(), tl.WeightedCategoryAccuracy()],
-      metric_names=['cross_entropy', 'accuracy'], n_eval_batches=n_batches)
+      n_batches)
   values = evals_lib.Evaluator(eval_model, task).evaluate(
       *loop.eval_weights_and_state())
   share = n_batches * batch * seq_len / len(evals)
