@@ -220,11 +220,22 @@ def test_precision_flag_trains_in_mixed_bf16(tmp_path, capsys, monkeypatch):
     loops.append(real_loop(*args, **kwargs))
     return loops[-1]
   monkeypatch.setattr(training, 'Loop', recording_loop)
+  # Every evaluator, the final held-out one too, runs in bf16.
+  from tfnp_trax.supervised.loop import evals  # pylint: disable=g-import-not-at-top
+  precisions = []
+  real_evaluator = evals.Evaluator
+
+  def recording_evaluator(*args, precision=None, **kwargs):
+    precisions.append(precision)
+    return real_evaluator(*args, precision=precision, **kwargs)
+  monkeypatch.setattr(evals, 'Evaluator', recording_evaluator)
   assert train.main(['tfnp-trax train', '--steps', '4', '--d_model', '32',
                      '--n_layers', '1', '--seq_len', '16', '--eval_every',
                      '4', '--sample_length', '0', '--precision', 'bf16',
                      '--output_dir', str(tmp_path)]) == 0
   assert loops[0].trainer.precision == 'bfloat16'
+  # The Loop's evaluator gets the flag; the held-out one the Trainer's.
+  assert precisions == ['bf16', 'bfloat16']
   assert all(v.dtype.name == 'float32'
              for v in loops[0].trainer.variables()['weights'])
   assert re.search(r'Eval: [0-9.]+ bits/char', capsys.readouterr().out)

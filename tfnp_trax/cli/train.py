@@ -396,8 +396,10 @@ def _heldout_eval(loop, eval_model, evals, seq_len):
   task = _eval_task(
       data.window_batches(evals, batch, seq_len, n_windows=windows),
       n_batches)
-  values = evals_lib.Evaluator(eval_model, task).evaluate(
-      *loop.eval_weights_and_state())
+  # In the Trainer's precision, as the Loop's own evals run.
+  values = evals_lib.Evaluator(
+      eval_model, task, precision=loop.trainer.precision).evaluate(
+          *loop.eval_weights_and_state())
   share = n_batches * batch * seq_len / len(evals)
   print(f'Held-out eval: {n_batches * batch:,} windows of {seq_len} bytes '
         f'spread evenly over the held-out files ({share:.0%} of them).')
