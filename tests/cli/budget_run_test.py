@@ -31,6 +31,16 @@ class FakeLoop:
     self.progress = _progress.Progress(self, clock=clock,
                                        out=self.lines.append)
     self.ran = []
+    self.saved = []
+
+  def save_checkpoint(self):
+    # A checkpoint after step 1's costs less: no first-time work.
+    self.saved.append(self.step)
+    self.clock.now += self.checkpoint_s / 2
+    return os.path.join(self.output_dir, f'ckpt-{self.step}')
+
+  def wait_for_checkpoints(self):
+    pass
 
   def run(self, n):
     self.ran.append(n)
@@ -85,20 +95,23 @@ def test_budget_calibrates_in_the_warm_up_then_fits_and_records(tmp_path):
   # Compile (1 step), 2 rough steps, then 8 s of 1/8 s steps: 64 steps.
   assert _budget_run.CALIBRATION_S == 8.0
   assert loop.ran == [1, 2, 64] and loop.step == 67
-  assert clock.now == 5 + 0.5 + 0.25 + 8.0
+  # ... and one more checkpoint, timed for the fit (0.25 s, below step
+  # 1's 0.5 s with its first-time work).
+  assert loop.saved == [67]
+  assert clock.now == 5 + 0.5 + 0.25 + 8.0 + 0.25
   # The fit counts each step 10% slower than timed (SUSTAINED_SLOWDOWN).
   assert _budget_run.SUSTAINED_SLOWDOWN == 1.1
   step_s = 0.125 * 1.1
-  overheads = _budget_run.estimate_overheads(_SHAPE, step_s, 5.0, 0.5)
+  overheads = _budget_run.estimate_overheads(_SHAPE, step_s, 5.0, 0.25)
   assert total == tb.fit_steps(100.0 - clock.now, 67, step_s, 2000,
                                overheads)
   # The prediction uses the whole budget and no more.
   end = clock.now + tb.planned_seconds(total, 67, step_s, overheads)
   assert 100.0 - step_s - overheads.eval_s - 0.5 < end <= 100.0
-  # By hand, at 0.1375 s a step: 86.25 s left; the end costs 24.23 s
+  # By hand, at 0.1375 s a step: 86 s left; the end costs 24.23 s
   # (3 + 127 * 0.1375 / 2 + 12.5), an eval 2.2 s (32 half steps); one eval
-  # and checkpoint (step 250) and the final eval leave 57.12 s: 415 steps
-  # after step 67.
+  # and checkpoint (step 250: 2.2 + 0.25 s) and the final eval leave
+  # 57.12 s: 415 steps after step 67.
   assert total == 482
   plan = tb.read_plan(str(tmp_path))
   assert plan == tb.BudgetPlan(total, 100.0, step_s, 67, 100)
@@ -107,6 +120,36 @@ def test_budget_calibrates_in_the_warm_up_then_fits_and_records(tmp_path):
                    f'end {tb.format_duration(end)}).']
   # Only warm-up steps ran before the total was known.
   assert loop.step <= schedule.warmup_steps
+
+
+def test_a_respaced_run_is_fitted_with_the_evals_it_will_make(tmp_path):
+  # Evals and checkpoints every 250 steps as planned, or every 1000 once
+  # the run is long: the fit must count the 1000-step spacing.
+  def respace(shape, total):
+    return shape._replace(eval_every=1000 if total >= 2000 else 250,
+                          checkpoint_every=1000 if total >= 2000 else 250)
+  budget_s = 600.0
+
+  def fitted(respace_fn):
+    loop = FakeLoop(FakeClock(), str(tmp_path / str(bool(respace_fn))))
+    total = _budget_run.total_steps(
+        loop, tb.WarmupCosine(5e-3, 100), loop.progress, _SHAPE,
+        budget_s=budget_s, max_steps=100_000, explicit_steps=None,
+        started_at=0.0, clock=loop.clock, out=lambda line: None,
+        respace=respace_fn)
+    return total, loop
+  plain, _ = fitted(None)
+  total, loop = fitted(respace)
+  step_s = 0.125 * _budget_run.SUSTAINED_SLOWDOWN
+  spaced = respace(_SHAPE, total)
+  overheads = _budget_run.estimate_overheads(spaced, step_s, 5.0, 0.25)
+  # More steps than with evals every 250, and exactly what fits with
+  # evals every 1000: one more step would not.
+  assert total > plain and spaced.eval_every == 1000
+  left = budget_s - loop.clock.now
+  assert tb.planned_seconds(total, loop.step, step_s, overheads) <= left
+  assert tb.planned_seconds(total + 1, loop.step, step_s, overheads) > left
+  assert total == tb.fit_steps(left, loop.step, step_s, 100_000, overheads)
 
 
 def test_calibration_stops_at_the_end_of_the_warm_up(tmp_path):

@@ -71,11 +71,14 @@ def test_pylm_short_run_reports_bits_per_char_and_samples(tmp_path, capsys):
                     r'([0-9.]+) bits/char\)', out)
   assert match, out[-2000:]
   assert 0 < float(match[1]) < 8.0
-  # The figure reads 1024 windows spread over the held-out files.
+  # The figure reads 1024 windows spread over the held-out files, each
+  # scored on its second half.
   from tfnp_trax.data import pylm  # pylint: disable=g-import-not-at-top
-  share = 1024 * 32 / len(pylm.load_corpus()[1])
+  share = 1024 * 16 / len(pylm.load_corpus()[1])
   assert (f'Held-out eval: 1,024 windows of 32 bytes spread evenly over the '
-          f'held-out files ({share:.0%} of them).') in out
+          f'held-out files, each scoring its last 16 bytes ({share:.0%} of '
+          f'the held-out bytes), so every byte is predicted from at least 16 '
+          f'bytes before it.') in out
   # The sample continues the prompt of a method's first line.
   assert out[out.index('Sample:\n') + 8:].startswith('    def ')
   # A second run resumes, and with nothing left to do, finishes at once.

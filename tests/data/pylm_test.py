@@ -63,3 +63,15 @@ def test_unigram_bits_per_char_hand_computed():
 
 def test_bits():
   assert pylm.bits(math.log(2.)) == pytest.approx(1.0)
+
+
+def test_window_batches_context_bytes_are_not_scored():
+  data = np.arange(40, dtype=np.uint8)
+  (x, y, w), = list(pylm.window_batches(data, 2, 8, n_windows=2, context=3))
+  np.testing.assert_array_equal(x, y)
+  want = np.array([[0, 0, 0, 1, 1, 1, 1, 1]] * 2, np.float32)
+  np.testing.assert_array_equal(w, want)
+  for bad in (-1, 8):
+    with pytest.raises(ValueError, match=f'context must be .*below '
+                       f'seq_len=8.*got context={bad}'):
+      next(pylm.window_batches(data, 2, 8, context=bad))

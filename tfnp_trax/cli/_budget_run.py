@@ -86,7 +86,7 @@ def estimate_overheads(shape, step_s, compile_s, checkpoint_s):
 
 def total_steps(loop, schedule, progress, shape, *, budget_s, max_steps,
                 explicit_steps, started_at, clock=time.monotonic,
-                out=print):
+                out=print, respace=None):
   """The run's step count; with a budget, runs and times the first steps.
 
   Args:
@@ -100,6 +100,10 @@ def total_steps(loop, schedule, progress, shape, *, budget_s, max_steps,
     started_at: when the budget started, on `clock`.
     clock: a monotonic clock.
     out: prints a line.
+    respace: optional (shape, total) -> the RunShape a run of `total`
+      steps will have, for a run whose evals and checkpoints are spaced to
+      its step count once that is known: the fit then counts the evals
+      and checkpoints the run will make, not those of `shape`'s spacing.
 
   Returns:
     The total step count (never below `loop.step`).
@@ -127,10 +131,9 @@ def total_steps(loop, schedule, progress, shape, *, budget_s, max_steps,
   step_s, compile_s, checkpoint_s = _calibrate(loop, schedule, progress,
                                                clock)
   step_s *= SUSTAINED_SLOWDOWN
-  overheads = estimate_overheads(shape, step_s, compile_s, checkpoint_s)
   seconds_left = budget_s - (clock() - started_at)
-  total = _time_budget.fit_steps(seconds_left, loop.step, step_s, max_steps,
-                                 overheads)
+  total, overheads = _fit(shape, respace, seconds_left, loop.step, step_s,
+                          compile_s, checkpoint_s, max_steps)
   plan = _time_budget.BudgetPlan(
       total_steps=total, budget_s=budget_s, step_s=step_s,
       calibration_steps=loop.step, warmup_steps=schedule.warmup_steps)
@@ -145,6 +148,30 @@ def total_steps(loop, schedule, progress, shape, *, budget_s, max_steps,
         f'{_time_budget.format_duration(compile_s)}; predicted end '
         f'{_time_budget.format_duration(budget_s - seconds_left + _time_budget.planned_seconds(total, loop.step, step_s, overheads))}).')
   return total
+
+
+def _fit(shape, respace, seconds_left, steps_done, step_s, compile_s,
+         checkpoint_s, max_steps):
+  """(total, overheads): the most steps that fit, with the overheads of
+  the spacing the run will have at that step count (`respace`)."""
+  def fit(run_shape):
+    overheads = estimate_overheads(run_shape, step_s, compile_s,
+                                   checkpoint_s)
+    return _time_budget.fit_steps(seconds_left, steps_done, step_s,
+                                  max_steps, overheads), overheads
+  total, overheads = fit(shape)
+  if respace is None:
+    return total, overheads
+  # A longer run spaces its evals and checkpoints wider, so it costs less
+  # per step: each count fitted with the spacing of a shorter run fits its
+  # own spacing too, and the counts only grow. A few rounds settle them.
+  for _ in range(5):
+    more, overheads = fit(respace(shape, total))
+    if more <= total:
+      break
+    total = more
+  return total, estimate_overheads(respace(shape, total), step_s, compile_s,
+                                   checkpoint_s)
 
 
 def _calibrate(loop, schedule, progress, clock):
@@ -167,4 +194,24 @@ def _calibrate(loop, schedule, progress, clock):
   last = loop.step
   step_s = (progress.end_times[last] -
             progress.end_times[last - n + 1]) / (n - 1)
-  return max(step_s, 1e-6), compile_s, checkpoint_s
+  return max(step_s, 1e-6), compile_s, _time_checkpoint(loop, clock,
+                                                        checkpoint_s)
+
+
+def _time_checkpoint(loop, clock, first_s):
+  """Seconds a checkpoint costs the run, timed on one written now.
+
+  Step 1's checkpoint also paid for what only the first one does (it
+  created the folders and wrote Trax's files before any background write
+  ran): counted for every checkpoint of the run, it left a 4-minute run
+  of the default pylm model 30 s of its budget unused. This one is timed
+  with its whole write, so it never counts less than a save costs; where
+  no output folder takes checkpoints, the first one's time stands.
+  """
+  if not getattr(loop, 'output_dir', None):
+    return first_s
+  start = clock()
+  if loop.save_checkpoint() is None:
+    return first_s
+  loop.wait_for_checkpoints()
+  return max(0.0, clock() - start)

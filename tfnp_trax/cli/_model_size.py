@@ -37,6 +37,8 @@ class Size(NamedTuple):
     min_steps: the fewest steps at which this size ends below the size
       under it in the same wall time (from runs on 2-core CPUs); the
       smallest size needs none.
+    warmup_steps: the learning rate's linear warm-up (a file written
+      before this field existed reads as 100, what such runs used).
   """
   name: str
   n_layers: int
@@ -46,6 +48,7 @@ class Size(NamedTuple):
   batch_size: int
   learning_rate: float
   min_steps: int
+  warmup_steps: int = 100
 
   def describe(self):
     return (f'{self.n_layers} layer{"s" if self.n_layers > 1 else ""} x '
@@ -54,15 +57,30 @@ class Size(NamedTuple):
 
 
 # Smallest first; every rung must be slower per step than the one below.
-# All train on 256-byte windows: on the standard library's sources, with
-# the same compute, 2 x 128 reached 1.24 nats/byte on 8 x 256 windows
-# against 1.31 on 16 x 128 (more context per predicted byte), while wider
-# (2 x 192) or deeper (3 x 128) models did worse at under ~4000 steps.
+# All train on batches of 4 windows of 256 bytes, after a warm-up of 300
+# steps. On the standard library's sources, 2 x 128 on a 2-core CPU
+# (held-out bits/char, every byte with >= 128 bytes of context / whole
+# windows scored):
+#   8 x 256 windows, rate 4e-3, warm-up 100, 3000 steps (198 s): 1.82 / 1.91
+#   4 x 256, 3e-3, warm-up 100, 5112 steps (185 s):             1.93 / 2.01
+#   4 x 256, 3e-3, warm-up 200, 5112 steps (188 s):             1.85 / 1.93
+#   4 x 256, 3e-3, warm-up 200, 6000 steps (206 s):             1.75 / 1.85
+#   4 x 256, 3e-3, warm-up 300, 5900 steps:                     1.71 / 1.82
+#   2 x 256, 2e-3, warm-up 300, 10000 steps (212 s):            1.90 / 1.96
+# A step costs about the same per byte at these batches, so the smaller
+# batch buys more updates from the same bytes, down to where its noise
+# costs more; a longer warm-up steadied the small batch's start. In the
+# same time 3 x 128 (4 x 256, 4500 steps) reached only 2.00 / 2.06, and
+# 8 x 256 windows had beaten 16 x 128 (more context per predicted byte).
+# The rates follow the batch: 4e-3 was best for 2 x 128 on 8 x 256 (6e-3
+# with Adam's b2 at 0.99 ended 0.15 bits worse), and 3e-3 on half that
+# batch (about sqrt(1/2) of it). Each `min_steps` is in steps of its own
+# batch (twice the counts measured on 8 x 256 windows).
 LADDER = (
-    Size('tiny', 1, 128, 4, 256, 8, 5e-3, 0),
-    Size('small', 2, 128, 4, 256, 8, 4e-3, 1500),
-    Size('medium', 3, 192, 4, 256, 8, 3e-3, 4000),
-    Size('large', 4, 256, 4, 256, 8, 2e-3, 6000),
+    Size('tiny', 1, 128, 4, 256, 4, 3.5e-3, 0, 300),
+    Size('small', 2, 128, 4, 256, 4, 3e-3, 3000, 300),
+    Size('medium', 3, 192, 4, 256, 4, 2e-3, 8000, 300),
+    Size('large', 4, 256, 4, 256, 4, 1.5e-3, 12000, 300),
 )
 
 
@@ -127,11 +145,14 @@ def choose(ladder: Sequence[Size], step_seconds: Callable[[Size], float],
 
 def probe_step_seconds(size, vocab_size, batch, timed_s=1.0, min_steps=3,
                        clock=time.perf_counter, strategy=None,
-                       jit_compile=None, precision=None):
+                       jit_compile=None, precision=None, warm_steps=3):
   """Seconds per training step of `size`, timed after its compiling step.
 
-  Builds the model and an Adam trainer, runs one step (it compiles), then
-  times at least `min_steps` steps or `timed_s` seconds of them.
+  Builds the model and an Adam trainer, runs one step (it compiles) and
+  `warm_steps` more untimed (a 1-second probe that timed the first steps
+  after compiling put the 1-layer model at 26.5 steps/s on a 2-core CPU,
+  barely above the 2-layer one's 22.7, which then ran at 27 in the run),
+  then times at least `min_steps` steps or `timed_s` seconds of them.
 
   Args:
     size: a Size.
@@ -167,9 +188,13 @@ def probe_step_seconds(size, vocab_size, batch, timed_s=1.0, min_steps=3,
       strategy=strategy, jit_compile=jit_compile, precision=precision)
   rng = fastmath.random.get_prng(0)
   float(trainer.one_step(batch, rng, step=0)[0])  # Compiles.
+  for step in range(warm_steps):
+    loss, _ = trainer.one_step(batch, rng, step=step + 1)
+  if warm_steps:
+    float(loss)
   start, n = clock(), 0
   while n < min_steps or clock() - start < timed_s:
-    loss, _ = trainer.one_step(batch, rng, step=n + 1)
+    loss, _ = trainer.one_step(batch, rng, step=warm_steps + n + 1)
     n += 1
   float(loss)
   return (clock() - start) / n

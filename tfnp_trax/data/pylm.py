@@ -46,7 +46,8 @@ def lm_batches(data, batch_size, seq_len, seed):
     yield x, x, onp.ones_like(x, dtype=onp.float32)
 
 
-def window_batches(data, batch_size, seq_len, n_windows=None, repeat=False):
+def window_batches(data, batch_size, seq_len, n_windows=None, repeat=False,
+                   context=0):
   """Yields (inputs, targets, weights) of fixed, evenly spaced windows.
 
   Unlike `lm_batches`' random windows, the same windows come every time,
@@ -62,6 +63,11 @@ def window_batches(data, batch_size, seq_len, n_windows=None, repeat=False):
       down to whole batches.
     repeat: start again after the last batch (for an EvalTask, which
       reads `n_eval_batches` batches per eval), else stop.
+    context: the first `context` bytes of each window get weight 0: they
+      are read as context only, so every byte scored is predicted from at
+      least `context` bytes before it (a window's first bytes, predicted
+      from few or none, score far worse than the model does on running
+      text).
 
   Raises:
     ValueError: `data` is shorter than one batch of windows.
@@ -71,6 +77,10 @@ def window_batches(data, batch_size, seq_len, n_windows=None, repeat=False):
     raise ValueError(f'window_batches: seq_len and batch_size must be at '
                      f'least 1, got seq_len={seq_len}, '
                      f'batch_size={batch_size}.')
+  if not 0 <= context < seq_len:
+    raise ValueError(f'window_batches: context must be at least 0 and below '
+                     f'seq_len={seq_len} (some bytes must be scored), got '
+                     f'context={context}.')
   fits = len(data) // seq_len
   n_windows = fits if n_windows is None else min(int(n_windows), fits)
   n_batches = n_windows // batch_size
@@ -85,6 +95,7 @@ def window_batches(data, batch_size, seq_len, n_windows=None, repeat=False):
   windows = data[starts[:, None] + onp.arange(seq_len)].astype(onp.int32)
   windows = windows.reshape(n_batches, batch_size, seq_len)
   weights = onp.ones((batch_size, seq_len), onp.float32)
+  weights[:, :context] = 0.0
   while True:
     for x in windows:
       yield x, x, weights
