@@ -157,6 +157,9 @@ def test_calibration_stops_at_the_end_of_the_warm_up(tmp_path):
   total, _ = _total(loop, tb.WarmupCosine(1.0, 20), budget_s=1e6)
   assert loop.ran == [1, 2, 17] and loop.step == 20
   assert total == 2000  # Everything fits: the cap.
+  # No checkpoint is timed at the warm-up's last step: written before the
+  # plan, it would leave a run killed in between past its warm-up.
+  assert loop.saved == []
 
 
 def test_resume_reuses_the_recorded_count_without_timing(tmp_path):

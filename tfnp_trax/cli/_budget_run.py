@@ -194,6 +194,11 @@ def _calibrate(loop, schedule, progress, clock):
   last = loop.step
   step_s = (progress.end_times[last] -
             progress.end_times[last - n + 1]) / (n - 1)
+  if loop.step >= schedule.warmup_steps:
+    # A checkpoint at the warm-up's last step, written before the plan,
+    # would leave a run killed in between unable to fit a step count on
+    # resume (it would be past its warm-up): keep step 1's time.
+    return max(step_s, 1e-6), compile_s, checkpoint_s
   return max(step_s, 1e-6), compile_s, _time_checkpoint(loop, clock,
                                                         checkpoint_s)
 

@@ -468,7 +468,8 @@ def _sample(loop, vocab, shape):
   predict_model.weights = loop.model.weights
   prompt = _PROMPT if FLAGS.sample_length > 2 * len(_PROMPT) else b''
   tokens = decoding.autoregressive_sample(
-      predict_model, batch_size=1, temperature=_TEMPERATURE, start_id=ord('\n'),
+      predict_model, batch_size=1, temperature=_TEMPERATURE,
+      start_id=ord('\n'),
       inputs=onp.frombuffer(prompt, onp.uint8).astype(onp.int32)[None]
       if prompt else None, eos_id=-1,
       max_length=FLAGS.sample_length - len(prompt),
