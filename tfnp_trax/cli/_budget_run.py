@@ -166,7 +166,7 @@ def _fit(shape, respace, seconds_left, steps_done, step_s, compile_s,
   # per step: each count fitted with the spacing of a shorter run fits its
   # own spacing too, and the counts only grow. A few rounds settle them.
   for _ in range(5):
-    more, overheads = fit(respace(shape, total))
+    more, _ = fit(respace(shape, total))
     if more <= total:
       break
     total = more
@@ -194,13 +194,12 @@ def _calibrate(loop, schedule, progress, clock):
   last = loop.step
   step_s = (progress.end_times[last] -
             progress.end_times[last - n + 1]) / (n - 1)
-  if loop.step >= schedule.warmup_steps:
-    # A checkpoint at the warm-up's last step, written before the plan,
-    # would leave a run killed in between unable to fit a step count on
-    # resume (it would be past its warm-up): keep step 1's time.
-    return max(step_s, 1e-6), compile_s, checkpoint_s
-  return max(step_s, 1e-6), compile_s, _time_checkpoint(loop, clock,
-                                                        checkpoint_s)
+  # A checkpoint at the warm-up's last step, written before the plan,
+  # would leave a run killed in between unable to fit a step count on
+  # resume (it would be past its warm-up): there step 1's time stands.
+  if loop.step < schedule.warmup_steps:
+    checkpoint_s = _time_checkpoint(loop, clock, checkpoint_s)
+  return max(step_s, 1e-6), compile_s, checkpoint_s
 
 
 def _time_checkpoint(loop, clock, first_s):
@@ -211,10 +210,9 @@ def _time_checkpoint(loop, clock, first_s):
   ran): counted for every checkpoint of the run, it left a 4-minute run
   of the default pylm model 30 s of its budget unused. This one is timed
   with its whole write, so it never counts less than a save costs; where
-  no output folder takes checkpoints, the first one's time stands.
+  nothing is written (no output folder, not the chief), the first one's
+  time stands.
   """
-  if not getattr(loop, 'output_dir', None):
-    return first_s
   start = clock()
   if loop.save_checkpoint() is None:
     return first_s
