@@ -1,7 +1,9 @@
 """tfnp_trax.export: SavedModel, TFLite and Keras interop for layers."""
 
+from tfnp_trax.export.beam_search_signature import beam_search_signature
 from tfnp_trax.export.decode_signature import decode_signatures
 from tfnp_trax.export.from_keras import FromKeras
+from tfnp_trax.export.generate_signature import generate_signature
 from tfnp_trax.export import keras_mode
 from tfnp_trax.export.layer_factory import LayerFactory
 from tfnp_trax.export.layer_factory import register_layer_constructor
@@ -14,7 +16,8 @@ from tfnp_trax.export.tflite import to_tflite
 # under TF_USE_LEGACY_KERAS=1 (see export/tf_keras_layer.py).
 AsKeras = keras_mode.as_keras_class()
 
-__all__ = ['AsKeras', 'FromKeras', 'LayerFactory', 'decode_signatures',
-           'keras_mode',
+__all__ = ['AsKeras', 'FromKeras', 'LayerFactory', 'beam_search_signature',
+           'decode_signatures',
+           'generate_signature', 'keras_mode',
            'export_loop', 'register_layer_constructor', 'save_model',
            'serving_function', 'to_tflite']

@@ -11,6 +11,7 @@ from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.export import _args
 from tfnp_trax.export import _trees
+from tfnp_trax.layers import forward_only
 
 __all__ = ['LayerModule', 'input_specs', 'relaxed_spec', 'checked_input',
            'run_layer']
@@ -133,7 +134,9 @@ def checked_input(x, sig, name, where):
 def run_layer(layer, xs, weights, state, output_names=None, where=''):
   """Runs `layer` on a list of inputs; returns a dict of named outputs."""
   x = xs[0] if len(xs) == 1 else tuple(xs)
-  y, _ = layer.pure_fn(x, weights, state, fastmath.random.get_prng(0))
+  # Served graphs run forward only: no custom gradients are traced or saved.
+  with forward_only.forward_only():
+    y, _ = layer.pure_fn(x, weights, state, fastmath.random.get_prng(0))
   ys = tuple(y) if isinstance(y, (list, tuple)) else (y,)
   if output_names is None:
     output_names = ('outputs',) if len(ys) == 1 else tuple(

@@ -14,30 +14,10 @@ from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.export import _args
 from tfnp_trax.export import _module
+from tfnp_trax.export import _predict_model
+from tfnp_trax.layers import forward_only
 
 __all__ = ['decode_signatures']
-
-
-def _empty_cache(predict_model, token_sig):
-  """The state of a freshly initialized predict model, keeping its weights."""
-  kept = ((predict_model.weights, predict_model.state)
-          if predict_model.initialized else None)
-  _, state = predict_model.init(token_sig)
-  if kept is not None:
-    predict_model.weights, predict_model.state = kept
-  return state
-
-
-def _check_weights_fit(module, predict_model):
-  got = [tuple(v.shape) for v in module.weight_variables]
-  want = [tuple(onp.shape(w)) for w in
-          fastmath.tree_flatten(predict_model.weights)]
-  if got != want:
-    raise ValueError(
-        f'decode_signatures: the predict model {predict_model.name} has '
-        f'weights shaped {want}, but the exported model holds {got}. Build '
-        f'the predict model with the same arguments as the exported one, '
-        f'changing only mode=\'predict\'.')
 
 
 def decode_signatures(predict_model, batch_size=1, token_dtype=onp.int32):
@@ -85,7 +65,7 @@ def decode_signatures(predict_model, batch_size=1, token_dtype=onp.int32):
         f'TransformerLM (feed an encoder-decoder its source through a '
         f'separate signature).')
   token_sig = shapes.ShapeDtype((batch_size, 1), token_dtype)
-  cache = _empty_cache(predict_model, token_sig)
+  cache = _predict_model.empty_cache(predict_model, token_sig)
   template = fastmath.nested_map(lambda _: 0, cache)
   flat_cache = [tf.convert_to_tensor(c) for c in fastmath.tree_flatten(cache)]
   cache_sigs = [shapes.ShapeDtype(tuple(c.shape), c.dtype)
@@ -94,15 +74,18 @@ def decode_signatures(predict_model, batch_size=1, token_dtype=onp.int32):
   where = f'{predict_model.name} (decode_step)'
 
   def decode_step_builder(module):
-    _check_weights_fit(module, predict_model)
+    _predict_model.check_weights_fit(module, predict_model,
+                                     'decode_signatures')
 
     def step(tokens, *cache_in):
       tokens = _module.checked_input(tokens, token_sig, 'tokens', where)
       cache_in = [_module.checked_input(c, s, n, where)
                   for c, s, n in zip(cache_in, cache_sigs, names)]
       state = fastmath.tree_unflatten(list(cache_in), template)[0]
-      logits, new_state = predict_model.pure_fn(
-          tokens, module.read_weights(), state, fastmath.random.get_prng(0))
+      with forward_only.forward_only():
+        logits, new_state = predict_model.pure_fn(
+            tokens, module.read_weights(), state,
+            fastmath.random.get_prng(0))
       outputs = {'logits': tf.convert_to_tensor(logits)}
       for name, value in zip(names, fastmath.tree_flatten(new_state)):
         outputs[name] = tf.convert_to_tensor(value)

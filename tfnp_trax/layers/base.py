@@ -25,6 +25,7 @@ from tfnp_trax.layers import _inputs
 from tfnp_trax.layers import _markers
 from tfnp_trax.layers import _per_call
 from tfnp_trax.layers import _stack
+from tfnp_trax.layers import forward_only
 from tfnp_trax.layers import weight_files
 
 __all__ = ['Layer', 'PureLayer', 'Fn', 'LayerError', 'LayerSnapshot',
@@ -436,7 +437,7 @@ class Layer:
         state = _markers.map_keep_markers(_inputs.numpy_to_tensor, state)
         self._set_weights_state_quietly(weights, state)
       self._check_n_in(x)
-      if self.has_backward:
+      if self.has_backward and not forward_only.active():
         outputs, new_state = self._do_custom_gradients(x)
       else:
         outputs = self.forward(x)

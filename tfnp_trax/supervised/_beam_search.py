@@ -15,25 +15,12 @@ import numpy as np
 
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.layers import decoding_steps
 from tfnp_trax.supervised import _decode_utils
 
 __all__ = ['beam_search']
 
 _BEAM_STEPS = weakref.WeakKeyDictionary()
-
-
-def _batch_major(leaf, batch):
-  # State leaves with a leading axis are batch-major: [batch, ...] or, as in
-  # attention caches, [batch * heads, ...]. Scalars (positions) are shared.
-  shape = tuple(np.shape(leaf))
-  return bool(shape) and shape[0] % batch == 0
-
-
-def _gather_rows(leaf, rows, n_rows):
-  """Rows of a batch-major leaf, `rows` indexing its first n_rows-sized axis."""
-  shape = tuple(leaf.shape)
-  grouped = jnp.reshape(leaf, (n_rows, shape[0] // n_rows) + shape[1:])
-  return jnp.reshape(jnp.take(grouped, rows, axis=0), shape)
 
 
 def _make_step(model, batch_size, n_beams, eos_id, alpha, accelerate,
@@ -47,52 +34,13 @@ def _make_step(model, batch_size, n_beams, eos_id, alpha, accelerate,
   model_ref = weakref.ref(model)  # The cache must not keep the model alive.
   templates = (_decode_utils.structure(model.weights),
                _decode_utils.structure(model.state))
-  n_rows = batch_size * n_beams
 
   def step(x, t, log_probs_sum, finished, lengths, flat_weights, flat_state):
     weights = fastmath.tree_unflatten(list(flat_weights), templates[0])[0]
     state = fastmath.tree_unflatten(list(flat_state), templates[1])[0]
-    out, new_state = model_ref().pure_fn(x, weights, state,
-                                         fastmath.random.get_prng(0))
-    logits = out[0] if isinstance(out, (list, tuple)) else out
-    logits = logits[:, -1, :].astype(jnp.float32)
-    vocab = logits.shape[-1]
-    if n_beams > vocab:
-      raise ValueError(
-          f'beam_search: n_beams={n_beams} is larger than the vocabulary: '
-          f'the model scores {vocab} tokens, so at most {vocab} beams can '
-          f'differ after the first step. Use n_beams <= {vocab}.')
-    log_probs = logits - fastmath.logsumexp(logits, axis=-1, keepdims=True)
-    log_probs = jnp.reshape(log_probs, (batch_size, n_beams, vocab))
-    done = finished[:, :, None]
-    # A finished beam has one candidate, itself (in column 0), unchanged.
-    only_first = jnp.arange(vocab) == 0
-    neg_inf = jnp.asarray(-np.inf, jnp.float32)
-    kept = jnp.where(only_first, log_probs_sum[:, :, None], neg_inf)
-    raw = jnp.where(done, kept, log_probs_sum[:, :, None] + log_probs)
-    t_float = t.astype(jnp.float32)
-    penalty_alive = ((5.0 + t_float) / 6.0) ** alpha
-    penalty_done = ((5.0 + lengths.astype(jnp.float32)) / 6.0) ** alpha
-    score = jnp.where(done, raw / penalty_done[:, :, None],
-                      raw / penalty_alive)
-    best, index = fastmath.top_k(
-        jnp.reshape(score, (batch_size, n_beams * vocab)), n_beams)
-    parent = index // vocab
-    token = (index % vocab).astype(jnp.int32)
-    new_sum = jnp.take_along_axis(
-        jnp.reshape(raw, (batch_size, n_beams * vocab)), index, axis=1)
-    parent_done = jnp.take_along_axis(finished, parent, axis=1)
-    parent_length = jnp.take_along_axis(lengths, parent, axis=1)
-    token = jnp.where(parent_done, 0, token)  # Padding after eos.
-    new_finished = parent_done | (token == eos_id)
-    new_lengths = jnp.where(parent_done, parent_length, t)
-    rows = jnp.reshape(
-        jnp.arange(batch_size)[:, None] * n_beams + parent, (n_rows,))
-    flat_new = [_gather_rows(leaf, rows, n_rows) if major else leaf
-                for leaf, major in zip(fastmath.tree_flatten(new_state),
-                                       batch_major)]
-    return (token, parent.astype(jnp.int32), new_sum, new_finished,
-            new_lengths, best, flat_new)
+    return decoding_steps.beam_step(
+        model_ref(), x, t, weights, state, log_probs_sum, finished, lengths,
+        n_beams, eos_id, alpha, batch_major)
 
   if accelerate:
     step = fastmath.jit(step, jit_compile=True)
@@ -197,13 +145,10 @@ def beam_search(model, inputs=None, batch_size=1, n_beams=2, start_id=0,
   eos_id = _decode_utils.check_eos_id(eos_id, 'beam_search')
   n_rows = batch_size * n_beams
   flat_state = fastmath.tree_flatten(model.state)
-  batch_major = tuple(_batch_major(leaf, batch_size) for leaf in flat_state)
-  # Beam k of sequence b starts as a copy of sequence b's cache rows.
-  flat_state = [
-      jnp.reshape(jnp.repeat(jnp.reshape(
-          leaf, (batch_size, -1) + tuple(leaf.shape[1:])), n_beams, axis=0),
-                  (-1,) + tuple(leaf.shape[1:])) if major else leaf
-      for leaf, major in zip(flat_state, batch_major)]
+  batch_major = tuple(decoding_steps.batch_major(leaf, batch_size)
+                      for leaf in flat_state)
+  flat_state = decoding_steps.repeat_rows(flat_state, batch_size, n_beams,
+                                          batch_major)
   step = _make_step(model, batch_size, n_beams, eos_id, length_penalty,
                     accelerate, batch_major)
   flat_weights = fastmath.tree_flatten(model.weights)

@@ -14,6 +14,7 @@ import numpy as np
 
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.layers import decoding_steps
 from tfnp_trax.supervised import _decode_utils
 from tfnp_trax.supervised._beam_search import beam_search
 
@@ -48,25 +49,14 @@ def _make_step(model, temperature, accelerate, eval_mode):
   def step(x, rng, index, flat_weights, flat_state):
     weights = fastmath.tree_unflatten(list(flat_weights), templates[0])[0]
     state = fastmath.tree_unflatten(list(flat_state), templates[1])[0]
-    keys = fastmath.random.split(rng, 3)
-    out, new_state = model_ref().pure_fn(x, weights, state, keys[0])
-    sample = _sample(out, index, keys[1], temperature)
-    return sample, fastmath.tree_flatten(new_state), keys[2]
+    sample, new_state, rng = decoding_steps.sample_step(
+        model_ref(), x, weights, state, rng, index, temperature)
+    return sample, fastmath.tree_flatten(new_state), rng
 
   if accelerate:
     step = fastmath.jit(step, jit_compile=not eval_mode)
   cache[key] = step, templates
   return cache[key]
-
-
-def _sample(out, index, key, temperature):
-  """A token per sequence from the model's logits at position `index`."""
-  logits = out[0] if isinstance(out, (list, tuple)) else out
-  logits = jnp.take(jnp.asarray(logits), index, axis=1).astype(jnp.float32)
-  log_probs = logits - fastmath.logsumexp(logits, axis=-1, keepdims=True)
-  if temperature == 0.0:
-    return jnp.argmax(log_probs, axis=-1).astype(jnp.int32)
-  return fastmath.random.categorical(key, log_probs * (1.0 / temperature))
 
 
 def _called_stream(model, inputs, symbols, temperature, rng):
@@ -84,8 +74,8 @@ def _called_stream(model, inputs, symbols, temperature, rng):
     keys = fastmath.random.split(rng, 3)
     rng = keys[2]
     out = model((inputs, symbols) if two_inputs else symbols, rng=keys[0])
-    sample = np.asarray(_sample(out, symbols.shape[1] - 1, keys[1],
-                                temperature)).astype(np.int32)
+    sample = np.asarray(decoding_steps.sample_token(
+        out, symbols.shape[1] - 1, keys[1], temperature)).astype(np.int32)
     symbols = sample[:, None]
     yield sample
 
