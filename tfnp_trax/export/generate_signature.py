@@ -109,6 +109,18 @@ def _generate(predict_model, plan, max_length, temperature, flat_weights,
   return loop[2]
 
 
+def _fresh_key():
+  """A key from the clock's microseconds: other samples on every call.
+
+  Not a stateful random op: those need a fixed seed when TensorFlow's op
+  determinism is on, and would then repeat the same samples in every
+  process that loads the model.
+  """
+  micros = tf.math.floormod(tf.cast(tf.timestamp() * 1e6, tf.int64),
+                            2**31 - 1)
+  return fastmath.random.get_prng(tf.cast(micros, tf.int32))
+
+
 def generate_signature(predict_model, max_length, temperature=0.0, eos_id=1,
                        start_id=0, batch_size=1, input_length=None,
                        seed_input=True, jit_compile=True):
@@ -154,7 +166,9 @@ def generate_signature(predict_model, max_length, temperature=0.0, eos_id=1,
       a fixed length feeds it in one step, which is faster for long
       prompts). An encoder-decoder needs it: its cache is sized by the
       source.
-    seed_input: above temperature 0, whether the signature takes `seed`.
+    seed_input: above temperature 0, whether the signature takes `seed`;
+      without it each call draws its key from the clock (which TensorFlow
+      refuses while op determinism is enabled).
     jit_compile: compile the loop with XLA (fuses each step's many small
       ops; the checks of the inputs run outside it).
 
@@ -193,8 +207,10 @@ def generate_signature(predict_model, max_length, temperature=0.0, eos_id=1,
                                            where)
       if seed is not None:
         key = fastmath.random.get_prng(seed)
+      elif temperature > 0:
+        key = _fresh_key()
       else:
-        key = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)
+        key = fastmath.random.get_prng(0)  # Greedy: the key is unused.
       return {'outputs': run(list(module.weight_variables), inputs, key)}
 
     specs = [_module.relaxed_spec(plan.inputs_sig, 'inputs')]
