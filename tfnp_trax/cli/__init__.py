@@ -1,7 +1,8 @@
-"""The `tfnp-trax` command: `tfnp-trax train ...` and `tfnp-trax rl ...`.
+"""The `tfnp-trax` command: `tfnp-trax train ...`, `rl ...` and `export ...`.
 
 Each command's flags live in a module free of TensorFlow (`_train_flags`,
-`_rl_flags`; `_trainer_flags` for `python -m tfnp_trax.trainer`) with a
+`_rl_flags`, `_export_flags`; `_trainer_flags` for
+`python -m tfnp_trax.trainer`) with a
 `validate` that checks ranges, combinations and folders, so that a bad
 value is a usage error (exit 2, two lines naming the flag) before
 TensorFlow is imported (`_preflight`). Without --output_dir, runs go to the
@@ -23,7 +24,8 @@ from tfnp_trax.cli import _quiet
 
 __all__ = ['run', 'before_tensorflow_import', 'after_tensorflow_import']
 
-_COMMANDS = {'train': 'tfnp_trax.cli.train', 'rl': 'tfnp_trax.cli.rl'}
+_COMMANDS = {'train': 'tfnp_trax.cli.train', 'rl': 'tfnp_trax.cli.rl',
+             'export': 'tfnp_trax.cli.export_run'}
 
 
 def before_tensorflow_import():

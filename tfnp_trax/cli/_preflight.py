@@ -22,6 +22,7 @@ _HELP = ('-h', '--help', '--helpfull', 'help')
 
 def _commands():
   # pylint: disable=g-import-not-at-top
+  from tfnp_trax.cli import _export_flags
   from tfnp_trax.cli import _rl_flags
   from tfnp_trax.cli import _train_flags
   from tfnp_trax.cli import _trainer_flags
@@ -31,6 +32,8 @@ def _commands():
                 'Run `tfnp-trax train --help` for the flags.'),
       'rl': ('tfnp-trax rl', _rl_flags,
              'Run `tfnp-trax rl --helpfull` for the flags.'),
+      'export': ('tfnp-trax export', _export_flags,
+                 'Run `tfnp-trax export --help` for the flags.'),
       'trainer': ('python -m tfnp_trax.trainer', _trainer_flags,
                   'Run `python -m tfnp_trax.trainer --help` for the flags.'),
   }
@@ -40,7 +43,7 @@ def usage_error(command, args):
   """The usage error of `command`'s flags `args`, or None if they are good.
 
   Args:
-    command: 'train', 'rl' or 'trainer'.
+    command: 'train', 'rl', 'export' or 'trainer'.
     args: the command's arguments, without the program name.
 
   Returns:
@@ -59,7 +62,7 @@ def _command_and_args(argv, process):
   if process == 'trainer':
     return 'trainer', args
   if args and not args[0].startswith('-'):
-    if args[0] not in ('train', 'rl'):
+    if args[0] not in ('train', 'rl', 'export'):
       return None  # `run` names the unknown command.
     return args[0], args[1:]
   return 'train', args

@@ -113,7 +113,7 @@ def flag_shape(task):
                  seq_len=FLAGS.seq_len)
 
 
-def build(model_name, task, vocab, mode='train', shape=None):
+def build(model_name, task, vocab, mode='train', shape=None, max_len=None):
   """The model for a (model, task) pair, in the given mode.
 
   Args:
@@ -121,6 +121,7 @@ def build(model_name, task, vocab, mode='train', shape=None):
     vocab: the vocabulary (or class count).
     mode: 'train', 'eval' or 'predict'.
     shape: the TransformerLM's LMShape (default: from the flags).
+    max_len: the TransformerLM's positions (default: from the flags).
   """
   import tfnp_trax.layers as tl  # pylint: disable=g-import-not-at-top
   from tfnp_trax import models  # pylint: disable=g-import-not-at-top
@@ -134,8 +135,8 @@ def build(model_name, task, vocab, mode='train', shape=None):
     return models.TransformerLM(
         vocab, d_model=shape.d_model, d_ff=4 * shape.d_model,
         n_layers=shape.n_layers, n_heads=shape.n_heads,
-        max_len=max(shape.seq_len, FLAGS.sample_length + 1), dropout=0.0,
-        mode=mode)
+        max_len=max_len or max(shape.seq_len, FLAGS.sample_length + 1),
+        dropout=0.0, mode=mode)
   if sequence_task:
     raise flags.ValidationError(
         f'--model {model_name} needs --task digits, got --task {task}.')
@@ -214,6 +215,7 @@ def main(argv, started_at=None):
   every['checkpoint'] = FLAGS.checkpoint_every or every['eval']
   train_stream, eval_stream, n_eval, vocab, info = _tasks(
       FLAGS.task, batch_size, FLAGS.seed, shape.seq_len, corpus)
+  _record_run(output_dir, vocab, shape)
   with strategy.scope():
     model = build(FLAGS.model, FLAGS.task, vocab, shape=shape)
     eval_model = build(FLAGS.model, FLAGS.task, vocab, mode='eval',
@@ -298,6 +300,23 @@ def main(argv, started_at=None):
     print(f'Exported a SavedModel to {FLAGS.export} (inputs {signature})')
   print(f'Total time {_time_budget.format_duration(time.monotonic() - started_at)}.')
   return 0
+
+
+def _record_run(output_dir, vocab, shape):
+  """Writes what rebuilds this run's model for `tfnp-trax export`."""
+  from tfnp_trax.cli import _run_record  # pylint: disable=g-import-not-at-top
+  if FLAGS.task == 'digits':
+    example, dtype = (8, 8, 1), 'float32'
+  else:
+    example = (shape.seq_len if FLAGS.task == 'pylm' else
+               _train_flags.COPY_SEQUENCE_LENGTH,)
+    dtype = 'int32'
+  _run_record.write_record(output_dir, _run_record.RunRecord(
+      task=FLAGS.task, model=FLAGS.model, vocab=int(vocab),
+      n_layers=shape.n_layers, d_model=shape.d_model, n_heads=shape.n_heads,
+      seq_len=shape.seq_len,
+      max_len=max(shape.seq_len, FLAGS.sample_length + 1),
+      example_shape=example, example_dtype=dtype))
 
 
 def _eval_spacing(total, least):
