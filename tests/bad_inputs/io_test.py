@@ -209,7 +209,7 @@ CASES = [
          CliExit, r"exit 2: .*--steps=ten: invalid literal for int\(\)"),
     Case('cli_unknown_command', _tfnp_trax('serve'), CliExit,
          r"exit 2: tfnp-trax: unknown command 'serve'; choose one of "
-         r"\['rl', 'train'\]"),
+         r"\['export', 'rl', 'train'\]"),
     Case('cli_rl_unknown_flag', _tfnp_trax('rl', '--algorithm=foo'), CliExit,
          r"exit 2: tfnp-trax rl: Unknown command line flag 'algorithm'"),
     Case('trainer_unknown_flag', _trainer('--frobnicate=1'), CliExit,

@@ -22,6 +22,8 @@ _LOAD_ALL = '''
 import json, os
 import numpy as np
 import tensorflow as tf
+# Each model runs once: Grappler's passes would take longer than the run.
+tf.config.optimizer.set_experimental_options({{'disable_meta_optimizer': True}})
 root = {root!r}
 for name in json.load(open(os.path.join(root, 'names.json'))):
   fn = tf.saved_model.load(os.path.join(root, name)).signatures[

@@ -50,19 +50,16 @@ def _checkpoint_path(ckpt_dir, step, name):
 
 def _read_weights(model, path):
   """`(weights, state)` of `model`'s shape from checkpoint folder `path`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tfnp_trax import fastmath  # pylint: disable=g-import-not-at-top
   from tfnp_trax.supervised import checkpoints  # pylint: disable=g-import-not-at-top
   leaves = {'weights': fastmath.tree_flatten(model.weights),
             'state': fastmath.tree_flatten(model.state)}
-  # A reader over the model's leaves: the checkpoint's groups start with
-  # them (the optimizer's slots and the Loop's counters follow).
-  reader = checkpoints.CheckpointManager(
-      os.path.dirname(path),
-      {g: [tf.Variable(onp.asarray(x)) for x in xs]
-       for g, xs in leaves.items()}, {}, writer=False)
+  # The model's leaves lead the checkpoint's groups (the optimizer's slots
+  # and the Loop's counters follow them).
+  reader = checkpoints.CheckpointManager(os.path.dirname(path), {}, {},
+                                         writer=False)
   try:
-    read = reader.read(path, ['weights', 'state'])
+    read = reader.read_leading(path, {g: len(xs) for g, xs in leaves.items()})
   except (IOError, OSError, KeyError, ValueError) as e:
     raise ValueError(f'{_PROG}: checkpoint {path} is unusable: {e}') from e
   for group, xs in leaves.items():

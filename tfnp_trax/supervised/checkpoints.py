@@ -415,9 +415,30 @@ class CheckpointManager:
       raise IOError(f'no checkpoint folder {path}')
     manifest = self._verify(path)
     self._check_shapes(path, manifest['shapes'])
-    reader = tf.train.load_checkpoint(os.path.join(path, 'state'))
-    return {g: [reader.get_tensor(f'{g}/v{i}/.ATTRIBUTES/VARIABLE_VALUE')
-                for i in range(len(self._variables[g]))] for g in groups}
+    return _read_groups(path, {g: len(self._variables[g]) for g in groups})
+
+  def read_leading(self, path, counts):
+    """The first arrays of variable groups at `path`, restoring nothing.
+
+    For a reader that knows only part of a run's variables: a model's
+    leaves lead its Loop's `weights` and `state` groups, so the model
+    alone can be read from a training checkpoint. The files are verified
+    against the manifest's checksums; the caller checks the shapes.
+
+    Args:
+      path: a checkpoint folder.
+      counts: dict group -> how many of its arrays to read.
+
+    Returns:
+      {group: list of NumPy arrays}.
+
+    Raises:
+      IOError: the checkpoint is missing, corrupt, or holds fewer arrays.
+    """
+    if not os.path.isdir(path):
+      raise IOError(f'no checkpoint folder {path}')
+    self._verify(path)
+    return _read_groups(path, counts)
 
   def restore_latest(self):
     """Restores the newest good checkpoint; returns its manifest or None.
@@ -443,6 +464,16 @@ class CheckpointManager:
       raise NoValidCheckpointError(
           'No usable checkpoint in ' + self._dir + ':\n' + '\n'.join(failures))
     return None
+
+
+def _read_groups(path, counts):
+  """{group: its first counts[group] arrays} of the checkpoint at `path`."""
+  try:
+    reader = tf.train.load_checkpoint(os.path.join(path, 'state'))
+    return {g: [reader.get_tensor(f'{g}/v{i}/.ATTRIBUTES/VARIABLE_VALUE')
+                for i in range(n)] for g, n in counts.items()}
+  except (tf.errors.OpError, ValueError) as e:
+    raise IOError(f'could not be read ({str(e).splitlines()[0]})') from e
 
 
 def _is_plain_name(name):
