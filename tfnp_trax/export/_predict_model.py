@@ -65,8 +65,7 @@ def cache_tensor(leaf):
 
 def check_predict_mode(model, caller):
   """Raises unless `model`'s mode-aware layers include 'predict' ones."""
-  modes = {layer.mode for layer in decoding_steps.walk(model)
-           if isinstance(getattr(type(layer), 'mode', None), property)}
+  modes = decoding_steps.modes(model)
   if modes and 'predict' not in modes:
     raise ValueError(
         f"{caller}: expected a model built with mode='predict' (it keeps a "

@@ -15,7 +15,7 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import causal_attention
 from tfnp_trax.layers import positional
 
-__all__ = ['LengthBound', 'walk', 'length_limit', 'sample_token',
+__all__ = ['LengthBound', 'walk', 'modes', 'length_limit', 'sample_token',
            'sample_step', 'batch_major', 'gather_rows', 'repeat_rows',
            'beam_step']
 
@@ -43,6 +43,12 @@ def walk(layer):
   yield layer
   for sub in layer.sublayers:
     yield from walk(sub)
+
+
+def modes(model):
+  """The modes ('train', 'eval', 'predict') of `model`'s mode-aware layers."""
+  return {layer.mode for layer in walk(model)
+          if isinstance(getattr(type(layer), 'mode', None), property)}
 
 
 def _int_or_none(x):

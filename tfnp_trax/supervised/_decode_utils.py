@@ -7,6 +7,7 @@ import numpy as np
 
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
+from tfnp_trax.layers import decoding_steps
 from tfnp_trax.layers.decoding_steps import LengthBound
 from tfnp_trax.layers.decoding_steps import length_limit
 from tfnp_trax.layers.decoding_steps import walk as _walk
@@ -42,8 +43,7 @@ def check_model(model, fn_name, batch_size, eval_mode=False):
     batch_size: the batch size the sampler was asked for (shown in the fix).
     eval_mode: the sampler recomputes the prefix, so any mode is fine.
   """
-  modes = {layer.mode for layer in _walk(model)
-           if isinstance(getattr(type(layer), 'mode', None), property)}
+  modes = decoding_steps.modes(model)
   # Checked before init: initializing would not fix the wrong mode.
   if not eval_mode and modes and 'predict' not in modes:
     raise ValueError(
