@@ -102,7 +102,7 @@ def test_bad_requests_say_what_is_wrong(digits_run, tmp_path, capsys):
   assert _export('--output_dir', run, '--export_dir', str(tmp_path / 'x'),
                  '--step', '7') == 1
   assert ('holds no checkpoint for step 7; its numbered checkpoints: '
-          'ckpt-1, ckpt-50, ckpt-100') in capsys.readouterr().out
+          'ckpt-1, ckpt-50, ckpt-100') in capsys.readouterr().err
   assert _export('--output_dir', run, '--export_dir', str(tmp_path / 'x'),
                  '--step', '1', '--checkpoint', 'best') == 2
   assert '--step and --checkpoint both choose' in capsys.readouterr().err

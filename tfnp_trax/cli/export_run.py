@@ -11,6 +11,7 @@ the user's is needed, and the files load without tfnp_trax.
 """
 
 import os
+import sys
 
 import numpy as onp
 
@@ -139,7 +140,7 @@ def main(argv):
     message = str(e)
     if not message.startswith(_PROG):
       message = f'{_PROG}: {message}'
-    print(message, flush=True)
+    print(message, file=sys.stderr, flush=True)
     return 1
   print(f'Wrote a SavedModel to {export_dir}: serving_default (inputs '
         f'{record.example_dtype} [{batch or "any batch"}, '
