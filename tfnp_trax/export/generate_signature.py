@@ -8,9 +8,6 @@ the prompt (or the source sentence) and gets the tokens back, with no
 per-token round trip and no cache crossing the wire.
 """
 
-import math
-import numbers
-
 import tensorflow as tf
 
 from tfnp_trax import fastmath
@@ -22,19 +19,6 @@ from tfnp_trax.layers import forward_only
 __all__ = ['generate_signature']
 
 _NAME = 'generate_signature'
-
-
-def _check_temperature(temperature):
-  if isinstance(temperature, bool) or not isinstance(temperature,
-                                                     numbers.Real):
-    raise TypeError(f'{_NAME}: temperature must be a number >= 0 (0.0 is '
-                    f'greedy), got {temperature!r} '
-                    f'({type(temperature).__name__}).')
-  if math.isnan(temperature) or temperature < 0:
-    raise ValueError(f'{_NAME}: temperature must be >= 0, got '
-                     f'{temperature}. Use 0.0 for greedy decoding, 1.0 to '
-                     f'sample from the model\'s distribution.')
-  return float(temperature)
 
 
 def _step_fn(predict_model, plan, weights, source, temperature):
@@ -182,7 +166,8 @@ def generate_signature(predict_model, max_length, temperature=0.0, eos_id=1,
   """
   plan = _predict_model.plan(predict_model, _NAME, max_length, batch_size,
                              input_length, start_id, eos_id)
-  temperature = _check_temperature(temperature)
+  decoding_steps.check_temperature(temperature, _NAME)
+  temperature = float(temperature)
   if not isinstance(seed_input, bool) or not isinstance(jit_compile, bool):
     raise TypeError(f'{_NAME}: seed_input and jit_compile must be bools, '
                     f'got {seed_input!r} and {jit_compile!r}.')

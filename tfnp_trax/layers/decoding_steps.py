@@ -6,6 +6,8 @@ same functions inside a `tf.while_loop`, so a served model decodes exactly
 as the library does.
 """
 
+import math
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -15,7 +17,8 @@ from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import causal_attention
 from tfnp_trax.layers import positional
 
-__all__ = ['LengthBound', 'walk', 'modes', 'length_limit', 'sample_token',
+__all__ = ['LengthBound', 'walk', 'modes', 'length_limit',
+           'check_temperature', 'sample_token',
            'sample_step', 'batch_major', 'gather_rows', 'repeat_rows',
            'beam_step']
 
@@ -91,6 +94,22 @@ def length_limit(model, eval_mode):
     if best is None or found.room < best.room:
       best = found
   return best
+
+
+def check_temperature(temperature, fn_name):
+  """Raises unless `temperature` is a number >= 0 (0: greedy; not NaN)."""
+  if isinstance(temperature, np.ndarray) and temperature.ndim == 0:
+    temperature = temperature.item()  # A 0-d array holds one number.
+  if isinstance(temperature, bool) or not isinstance(temperature,
+                                                     numbers.Real):
+    raise TypeError(f'{fn_name}: temperature must be a number >= 0 (0.0 is '
+                    f'greedy), got {temperature!r} '
+                    f'({type(temperature).__name__}).')
+  # +inf is allowed: Trax documents it as sampling every token alike.
+  if math.isnan(temperature) or temperature < 0:
+    raise ValueError(f'{fn_name}: temperature must be >= 0, got '
+                     f'{temperature}. Use 0.0 for greedy decoding, 1.0 to '
+                     f'sample from the model\'s distribution.')
 
 
 def sample_token(out, index, key, temperature):

@@ -9,6 +9,7 @@ from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax.layers import decoding_steps
 from tfnp_trax.layers.decoding_steps import LengthBound
+from tfnp_trax.layers.decoding_steps import check_temperature
 from tfnp_trax.layers.decoding_steps import length_limit
 from tfnp_trax.layers.decoding_steps import walk as _walk
 
@@ -142,22 +143,6 @@ def check_max_length(value, fn_name, at_least_one_token):
     raise ValueError(f'{fn_name}: max_length must be positive (it takes '
                      f'ceil(max_length) steps), got {value}.')
   return steps
-
-
-def check_temperature(temperature, fn_name):
-  """Raises unless `temperature` is a number >= 0 (0: greedy; not NaN)."""
-  if isinstance(temperature, np.ndarray) and temperature.ndim == 0:
-    temperature = temperature.item()  # A 0-d array holds one number.
-  if isinstance(temperature, bool) or not isinstance(temperature,
-                                                     numbers.Real):
-    raise TypeError(f'{fn_name}: temperature must be a number >= 0 (0.0 is '
-                    f'greedy), got {temperature!r} '
-                    f'({type(temperature).__name__}).')
-  # +inf is allowed: Trax documents it as sampling every token alike.
-  if math.isnan(temperature) or temperature < 0:
-    raise ValueError(f'{fn_name}: temperature must be >= 0, got '
-                     f'{temperature}. Use 0.0 for greedy decoding, 1.0 to '
-                     f'sample from the model\'s distribution.')
 
 
 def check_eos_id(eos_id, fn_name):
