@@ -6,8 +6,12 @@ from setuptools import setup
 RL = ['gymnasium[classic-control]>=0.29']
 NOTEBOOKS = ['nbclient>=0.7', 'nbformat>=5', 'ipykernel>=6', 'matplotlib>=3.5']
 BENCH = ['keras>=3', 'psutil>=5']
+# ONNX export (export.to_onnx) and its runtime, and LiteRT's interpreter for
+# the TFLite flatbuffers export.to_tflite writes.
+EXPORT = ['tf2onnx>=1.16', 'onnx>=1.14', 'onnxruntime>=1.17',
+          'ai-edge-litert>=1.2']
 TEST = (['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3',
-         'scikit-learn>=1.0'] + RL + NOTEBOOKS)
+         'scikit-learn>=1.0'] + RL + NOTEBOOKS + EXPORT)
 
 setup(
     name='tfnp-trax',
@@ -39,6 +43,7 @@ setup(
         'rl': RL,
         'notebooks': NOTEBOOKS,
         'bench': BENCH,
+        'export': EXPORT,
     },
     entry_points={'console_scripts': ['tfnp-trax=tfnp_trax.cli:run']},
 )

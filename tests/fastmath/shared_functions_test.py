@@ -179,3 +179,29 @@ def test_each_device_scope_traces_its_own_copy():
   for out in outs:
     np.testing.assert_allclose(out.numpy(), _dense_tanh_np(x, ws[:1]),
                                rtol=1e-12)
+
+
+def test_inlined_adds_each_call_to_the_graph_itself():
+  shared = shared_functions.SharedFunctions()
+  traces = []
+  x, ws = _data(3)
+
+  @tf.function(autograph=False)
+  def stack(x, ws):
+    with shared_functions.inlined():
+      for w in ws:
+        x = shared.call('layer', _counting_body(traces), x, w)
+    return x
+  args = (tf.constant(x), [tf.constant(w) for w in ws])
+  np.testing.assert_allclose(stack(*args).numpy(), _dense_tanh_np(x, ws),
+                             rtol=1e-12)
+  assert len(traces) == 3  # Each call traced in place.
+  graph = stack.get_concrete_function(*args).graph
+  assert not [op for op in graph.get_operations() if 'Call' in op.type]
+  assert [op.type for op in graph.get_operations()].count('Tanh') == 3
+  # Outside the context the calls are shared again.
+  sharing = tf.function(lambda x, ws: [shared.call(
+      'layer', _counting_body(traces), x, w) for w in ws][-1],
+                        autograph=False)
+  sharing(*args)
+  assert len(traces) == 4

@@ -17,20 +17,42 @@ shapes and dtypes, and the device scope of the call (each replica of a
 tf.distribute strategy traces its own copy, placed on its device).
 Functions are cached per outer graph, so a later trace (under other global
 settings, such as the compute precision) traces afresh.
-Eagerly there is nothing to share, and the function is simply called.
+Eagerly there is nothing to share, and the function is simply called; so
+it is inside `inlined()`, for converters that cannot run function calls
+(TFLite's).
 """
 
+import contextlib
+import threading
 import weakref
 
 import numpy as np
 import tensorflow as tf
 
-__all__ = ['SharedFunctions', 'tracing']
+__all__ = ['SharedFunctions', 'tracing', 'inlined']
+
+_THREAD = threading.local()
 
 
 def tracing():
   """Whether ops are being added to a graph (e.g. inside `tf.function`)."""
   return not tf.executing_eagerly()
+
+
+@contextlib.contextmanager
+def inlined():
+  """Within this context (on this thread) `SharedFunctions.call` inlines.
+
+  Each call then adds `fn`'s ops to the graph itself, as an unshared trace
+  would: the graph has no function-call ops, which TFLite's converter
+  cannot lower when they are marked not to be inlined.
+  """
+  before = getattr(_THREAD, 'inlined', False)
+  _THREAD.inlined = True
+  try:
+    yield
+  finally:
+    _THREAD.inlined = before
 
 
 _ARRAY = object()  # Marks where an array goes among an output's leaves.
@@ -78,7 +100,7 @@ class SharedFunctions:
       `fn(*args)`'s result, with the same nesting. Python values in the
       result come from the first trace.
     """
-    if not tracing():
+    if not tracing() or getattr(_THREAD, 'inlined', False):
       return fn(*args)
     flat = tf.nest.flatten(args)
     is_array = [_is_array(x) for x in flat]
