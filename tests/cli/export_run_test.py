@@ -1,4 +1,4 @@
-"""`tfnp-trax export`: a trained run's folder to a SavedModel or TFLite file.
+"""`tfnp-trax export`: a trained run's folder to a SavedModel, ONNX or TFLite.
 
 The runs train in this process (`train.main`) to keep the test short; the
 exported files are read back where tfnp_trax cannot be imported.
@@ -36,12 +36,14 @@ def test_exported_checkpoints_classify_as_the_run_trained(digits_run,
   run = str(digits_run / 'run')
   assert os.path.isfile(os.path.join(run, 'run.json'))
   for name, flags in (('newest', []), ('step1', ['--step', '1']),
-                      ('lite', ['--format', 'tflite'])):
+                      ('lite', ['--format', 'tflite']),
+                      ('onnx', ['--format', 'onnx'])):
     assert _export('--output_dir', run, '--export_dir',
                    str(digits_run / name), *flags) == 0
   out = capsys.readouterr().out
   assert f'from {os.path.join(run, "checkpoints", "ckpt-100")}' in out
   assert 'serving_default (inputs float32 [any batch, 8, 8, 1])' in out
+  assert "input `inputs` float32 [any batch, 8, 8, 1]" in out
   _, (x, y) = data.load_digits_split(seed=0)
   np.save(digits_run / 'x.npy', x)
   _isolated.run_without_tfnp_trax(f'''
@@ -54,14 +56,14 @@ def test_exported_checkpoints_classify_as_the_run_trained(digits_run,
         serve = tf.saved_model.load(f'{{root}}/{{name}}').signatures[
             'serving_default']
         logits[name] = serve(inputs=tf.constant(x))['outputs'].numpy()
-      lite = tf.lite.Interpreter(model_path=root + '/lite/model.tflite')
-      lite.allocate_tensors()
-      rows = []
-      for image in x[:16]:
-        lite.set_tensor(lite.get_input_details()[0]['index'], image[None])
-        lite.invoke()
-        rows.append(lite.get_tensor(lite.get_output_details()[0]['index']))
-      logits['lite'] = np.concatenate(rows)
+      from ai_edge_litert import interpreter
+      import onnxruntime
+      lite = interpreter.Interpreter(
+          model_path=root + '/lite/model.tflite').get_signature_runner()
+      logits['lite'] = np.concatenate(
+          [lite(inputs=image[None])['outputs'] for image in x[:16]])
+      session = onnxruntime.InferenceSession(root + '/onnx/model.onnx')
+      logits['onnx'] = session.run(['outputs'], {{'inputs': x}})[0]
       np.savez(root + '/logits.npz', **logits)
   ''')
   logits = dict(np.load(digits_run / 'logits.npz'))
@@ -72,6 +74,8 @@ def test_exported_checkpoints_classify_as_the_run_trained(digits_run,
   assert accuracy > 0.8
   np.testing.assert_allclose(logits['lite'], logits['trained'][:16],
                              rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(logits['onnx'], logits['trained'], rtol=1e-4,
+                             atol=1e-4)
   # Step 1's checkpoint holds other weights: barely trained.
   assert (logits['step1'].argmax(-1) == y).mean() < accuracy - 0.2
 

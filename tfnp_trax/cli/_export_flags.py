@@ -12,17 +12,20 @@ from tfnp_trax.cli import _usage
 
 __all__ = ['FLAGS', 'FORMATS', 'validate']
 
-FORMATS = ('saved_model', 'tflite')
+FORMATS = ('saved_model', 'onnx', 'tflite')
 
 FLAGS = flags.FlagValues()
 flags.DEFINE_string('output_dir', None, 'The folder of a `tfnp-trax train` '
                     'run (its --output_dir).', flag_values=FLAGS)
 flags.DEFINE_string('export_dir', None, 'Where to write the model: a '
-                    'SavedModel folder, or for --format tflite a folder '
-                    'that gets model.tflite.', flag_values=FLAGS)
+                    'SavedModel folder, or for --format onnx or tflite a '
+                    'folder that gets model.onnx or model.tflite.',
+                    flag_values=FLAGS)
 flags.DEFINE_enum('format', 'saved_model', list(FORMATS), 'saved_model (with '
-                  'a `generate` signature for sequence models) or tflite '
-                  '(the forward pass, batch 1).', flag_values=FLAGS)
+                  'a `generate` signature for sequence models), onnx (the '
+                  'forward pass, any batch where the model allows; needs '
+                  "the 'export' extra) or tflite (the forward pass, batch "
+                  '1).', flag_values=FLAGS)
 flags.DEFINE_integer('step', None, 'Export the checkpoint of this step '
                      '(default: the newest).', lower_bound=1,
                      flag_values=FLAGS)

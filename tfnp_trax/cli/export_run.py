@@ -1,4 +1,4 @@
-"""`tfnp-trax export`: a trained run's model as a SavedModel or TFLite file.
+"""`tfnp-trax export`: a trained run's model as a SavedModel, ONNX or TFLite.
 
 It rebuilds the model a `tfnp-trax train` run trained from the run's
 `run.json` (`_run_record`), reads the weights of one of its checkpoints
@@ -7,7 +7,9 @@ checked against the checkpoint's checksums and the model's shapes, and
 writes them out. A SavedModel gets `serving_default` (the model's forward
 pass, any batch size) and, for the sequence tasks, `generate`
 (`export.generate_signature`: whole sequences in one call). No Python of
-the user's is needed, and the files load without tfnp_trax.
+the user's is needed, and the files load without tfnp_trax. `--format onnx`
+and `--format tflite` write the forward pass as `model.onnx` (for ONNX
+Runtime) or `model.tflite` (for LiteRT).
 """
 
 import os
@@ -99,7 +101,6 @@ def main(argv):
   if error is not None:
     _usage.report(_PROG, error, f'Run `{_PROG} --help` for the flags.')
     return 2
-  from tfnp_trax import export  # pylint: disable=g-import-not-at-top
   from tfnp_trax import shapes  # pylint: disable=g-import-not-at-top
   run_dir = os.path.expanduser(FLAGS.output_dir)
   export_dir = os.path.expanduser(FLAGS.export_dir)
@@ -113,20 +114,9 @@ def main(argv):
     weights, state = _read_weights(model, path)
     print(f'Exporting {record.model} ({record.task}) from {path}.',
           flush=True)
-    if FLAGS.format == 'tflite':
-      flatbuffer = export.to_tflite(
-          model, shapes.ShapeDtype((1,) + example, record.example_dtype),
-          weights=weights, state=state)
-      os.makedirs(export_dir, exist_ok=True)
-      target = os.path.join(export_dir, 'model.tflite')
-      partial = f'{target}.partial-{os.getpid()}'
-      with open(partial, 'wb') as f:
-        f.write(flatbuffer)
-        f.flush()
-        os.fsync(f.fileno())
-      os.replace(partial, target)  # Never half a file under the name.
-      print(f'Wrote {target} ({len(flatbuffer):,} bytes; input '
-            f'{record.example_dtype} {(1,) + example}).')
+    if FLAGS.format in ('onnx', 'tflite'):
+      _write_file(model, export_dir, example, record.example_dtype, weights,
+                  state)
       return 0
     signatures, extra = None, ''
     if record.task in _START_ID:
@@ -146,6 +136,37 @@ def main(argv):
         f'{record.example_dtype} [{batch or "any batch"}, '
         f'{", ".join(map(str, example))}]){extra}.')
   return 0
+
+
+def _write_file(model, export_dir, example, dtype, weights, state):
+  """Writes model.onnx (any batch where the model allows) or model.tflite."""
+  from tfnp_trax import export  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import layers as tl  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import shapes  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.export import _files  # pylint: disable=g-import-not-at-top
+  os.makedirs(export_dir, exist_ok=True)
+  if FLAGS.format == 'tflite':
+    target = os.path.join(export_dir, 'model.tflite')
+    flatbuffer = export.to_tflite(
+        model, shapes.ShapeDtype((1,) + example, dtype), weights=weights,
+        state=state)
+    _files.write_atomically(target, flatbuffer)
+    print(f'Wrote {target} ({len(flatbuffer):,} bytes; input {dtype} '
+          f'{(1,) + example}).')
+    return
+  target = os.path.join(export_dir, 'model.onnx')
+  for batch in (None, FLAGS.batch_size):
+    try:
+      export.to_onnx(model, target,
+                     shapes.ShapeDtype((batch,) + example, dtype),
+                     weights=weights, state=state)
+      break
+    except tl.LayerError:
+      if batch is not None:
+        raise
+  print(f'Wrote {target} ({os.path.getsize(target):,} bytes; input '
+        f'`inputs` {dtype} [{batch or "any batch"}, '
+        f'{", ".join(map(str, example))}], output `outputs`).')
 
 
 def _save(model, export_dir, example, dtype, weights, state, signatures):
