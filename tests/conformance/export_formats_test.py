@@ -42,6 +42,8 @@ LITERT_NEEDS_FLEX = {
     'PureLSHSelfAttention': _LSH,
     'PureLSHSelfAttentionWrapper': _LSH,
     'MixedLSHSelfAttention': _LSH,
+    'ReformerLM_LSH': _LSH,
+    'ConfigurableTerraformer_LSH_sparse': _LSH,
     'BlockSparseFF': _RNG_INT,
     'SwitchSparseFF': _RNG_INT,
     'RandomLayer': _RNG_INT,

@@ -152,6 +152,21 @@ def _research_models(add, i):
           12, d_model=8, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
           n_heads=2, max_len=8, mode='eval'),
       (i(2, 5), i(2, 4)), int_high=12, tolerance=1e-4, follows_dtype=False)
+  # LSH attention inside the reversible stacks, in eval mode: its hash
+  # rotations come from the layer's rng, the same for every run.
+  add('ReformerLM_LSH', lambda: models.ReformerLM(
+      16, d_model=8, d_ff=16, d_attention_key=4, d_attention_value=4,
+      n_layers=2, n_heads=2, max_len=8, mode='eval',
+      attention_type=functools.partial(tl.LSHSelfAttention, chunk_len=4,
+                                       n_buckets=2, n_hashes=2)),
+      i(2, 8), int_high=16, tolerance=1e-4, follows_dtype=False)
+  add('ConfigurableTerraformer_LSH_sparse', lambda: (
+      models.ConfigurableTerraformer(
+          12, d_model=8, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
+          n_heads=2, max_len=8, ff_sparsity=4, mode='eval',
+          encoder_decoder_attention_type=functools.partial(
+              tl.LSHSelfAttention, chunk_len=4, n_buckets=2, n_hashes=1))),
+      (i(2, 8), i(2, 8)), int_high=12, tolerance=1e-4, follows_dtype=False)
   add('Transformer2',
       lambda: models.Transformer2(12, d_model=8, d_ff=16, n_encoder_layers=1,
                                   n_decoder_layers=1, n_heads=2, max_len=8,

@@ -11,6 +11,9 @@ holding the same weights, token for token.
 
 import functools
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -266,6 +269,25 @@ def test_greedy_generate_with_xla_equals_the_sampler(lm, lm_saved):
       _lm_twin(lm), inputs=prompt, batch_size=BATCH, temperature=0.0,
       eos_id=1, max_length=10)
   np.testing.assert_array_equal(got.numpy()[:, :want.shape[1]], want)
+
+
+def test_saved_model_cli_runs_generate(lm, lm_saved, tmp_path):
+  # TF Serving's rules: the session loader it uses runs the signature from
+  # named tensors alone (TF Serving itself cannot be installed here).
+  prompt = [[1, 2, 3, 4, 5], [9, 8, 7, 6, 5]]
+  proc = subprocess.run(
+      [sys.executable, '-m', 'tensorflow.python.tools.saved_model_cli', 'run',
+       '--dir', lm_saved[0], '--tag_set', 'serve', '--signature_def',
+       'generate', '--input_exprs', f'inputs={prompt}', '--outdir',
+       str(tmp_path)], capture_output=True, text=True, timeout=240,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  want = decoding.autoregressive_sample(
+      _lm_twin(lm), inputs=np.array(prompt, np.int32), batch_size=BATCH,
+      temperature=0.0, eos_id=1, max_length=10)
+  got = np.load(tmp_path / 'outputs.npy')
+  assert got.dtype == np.int32 and got.shape == (BATCH, 10)
+  np.testing.assert_array_equal(got[:, :want.shape[1]], want)
 
 
 def test_seeded_sampling_repeats_per_seed(lm, lm_saved, served):
