@@ -10,19 +10,28 @@ read back with a message naming what the file fixes when it is damaged.
 import json
 import os
 
-__all__ = ['write_json', 'read_json']
+__all__ = ['write_json', 'write_bytes', 'read_json']
 
 
 def write_json(output_dir, name, value):
   """Writes JSON `value` to `<output_dir>/<name>` atomically; returns it."""
-  path = os.path.join(output_dir, name)
   os.makedirs(output_dir, exist_ok=True)
+  return write_bytes(os.path.join(output_dir, name),
+                     json.dumps(value, indent=1).encode('utf-8'))
+
+
+def write_bytes(path, data):
+  """Writes `data` to `path` atomically (fsynced, then renamed); returns it."""
   partial = f'{path}.partial-{os.getpid()}'
-  with open(partial, 'w', encoding='utf-8') as f:
-    json.dump(value, f, indent=1)
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(partial, path)  # Readers see the old file or the whole new one.
+  try:
+    with open(partial, 'wb') as f:
+      f.write(data)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(partial, path)  # Readers see the old file or the whole new one.
+  finally:
+    if os.path.exists(partial):
+      os.remove(partial)
   return path
 
 

@@ -18,6 +18,7 @@ import sys
 import numpy as onp
 
 from tfnp_trax.cli import _export_flags
+from tfnp_trax.cli import _run_files
 from tfnp_trax.cli import _run_record
 from tfnp_trax.cli import _usage
 
@@ -143,14 +144,13 @@ def _write_file(model, export_dir, example, dtype, weights, state):
   from tfnp_trax import export  # pylint: disable=g-import-not-at-top
   from tfnp_trax import layers as tl  # pylint: disable=g-import-not-at-top
   from tfnp_trax import shapes  # pylint: disable=g-import-not-at-top
-  from tfnp_trax.export import _files  # pylint: disable=g-import-not-at-top
   os.makedirs(export_dir, exist_ok=True)
   if FLAGS.format == 'tflite':
     target = os.path.join(export_dir, 'model.tflite')
     flatbuffer = export.to_tflite(
         model, shapes.ShapeDtype((1,) + example, dtype), weights=weights,
         state=state)
-    _files.write_atomically(target, flatbuffer)
+    _run_files.write_bytes(target, flatbuffer)
     print(f'Wrote {target} ({len(flatbuffer):,} bytes; input {dtype} '
           f'{(1,) + example}).')
     return

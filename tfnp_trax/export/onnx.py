@@ -44,11 +44,14 @@ def to_onnx(model, path, input_signature, weights=None, state=None,
   `mode='eval'`.
 
   Example:
+    >>> import onnxruntime
     >>> model = models.MLP(layer_widths=(8, 3))
     >>> _ = model.init(shapes.ShapeDtype((2, 4)))
-    >>> _ = to_onnx(model, 'mlp.onnx', shapes.ShapeDtype((None, 4)))
-    >>> session = onnxruntime.InferenceSession('mlp.onnx')
-    >>> session.run(None, {'inputs': np.ones((5, 4), np.float32)})[0].shape
+    >>> os.makedirs(export_dir, exist_ok=True)
+    >>> path = to_onnx(model, os.path.join(export_dir, 'mlp.onnx'),
+    ...                shapes.ShapeDtype((None, 4)))
+    >>> session = onnxruntime.InferenceSession(path)
+    >>> session.run(None, {'inputs': onp.ones((5, 4), onp.float32)})[0].shape
     (5, 3)
 
   Args:
