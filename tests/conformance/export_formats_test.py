@@ -9,6 +9,8 @@ stop them; each must fail with an error naming exactly those ops, so the
 lists (and the README's table) cannot go stale.
 """
 
+import functools
+
 import pytest
 
 from tests.conformance import _runs
@@ -63,8 +65,14 @@ def _input_names(n):
   return ['inputs'] if n == 1 else [f'inputs_{i}' for i in range(n)]
 
 
-def _expected(entry, layer):
-  return _runs.as_tuple(_runs.native(entry, layer, key=_runs.SERVING_KEY)[0])
+@functools.lru_cache(maxsize=None)
+def _built(name):
+  """`(entry, layer, expected outputs)`, made once for both formats."""
+  entry = registry.get(name)
+  layer = registry.build(entry)
+  expected = _runs.as_tuple(
+      _runs.native(entry, layer, key=_runs.SERVING_KEY)[0])
+  return entry, layer, expected
 
 
 def _close(got, expected, entry, what):
@@ -73,8 +81,7 @@ def _close(got, expected, entry, what):
 
 @pytest.mark.parametrize('name', registry.entry_names('saved_model'))
 def test_onnx_runtime_matches_the_layer(name, tmp_path):
-  entry = registry.get(name)
-  layer = registry.build(entry)
+  entry, layer, expected = _built(name)
   path = str(tmp_path / 'model.onnx')
   if name in ONNX_UNSUPPORTED:
     with pytest.raises(ValueError, match=ONNX_UNSUPPORTED[name]):
@@ -85,13 +92,12 @@ def test_onnx_runtime_matches_the_layer(name, tmp_path):
   names = [i.name for i in session.get_inputs()]
   assert names == _input_names(len(names))
   got = session.run(None, _feeds(entry, names))
-  _close(tuple(got), _expected(entry, layer), entry, f'{name} onnx')
+  _close(tuple(got), expected, entry, f'{name} onnx')
 
 
 @pytest.mark.parametrize('name', registry.entry_names('saved_model'))
 def test_litert_matches_the_layer(name):
-  entry = registry.get(name)
-  layer = registry.build(entry)
+  entry, layer, expected = _built(name)
   if name in LITERT_NEEDS_FLEX:
     with pytest.raises(ValueError, match='no builtin kernel for') as error:
       export.to_tflite(layer, entry.input_signature, select_tf_ops=False)
@@ -103,7 +109,6 @@ def test_litert_matches_the_layer(name):
   runner = litert.Interpreter(model_content=flatbuffer).get_signature_runner()
   names = _input_names(len(_runs.as_tuple(registry.make_inputs(entry))))
   out = runner(**_feeds(entry, names))
-  expected = _expected(entry, layer)
   keys = ['outputs'] if len(expected) == 1 else [
       f'outputs_{i}' for i in range(len(expected))]
   assert sorted(out) == sorted(keys)
