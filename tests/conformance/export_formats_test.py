@@ -7,9 +7,17 @@ on the entry's inputs, against the layer's own outputs under the serving
 rng. The entries a format cannot take are listed below with the ops that
 stop them; each must fail with an error naming exactly those ops, so the
 lists (and the README's table) cannot go stale.
+
+The largest models (`FULL_RUN_ONLY`, where conversion takes seconds) run
+only with TFNP_TRAX_ALL_FORMATS=1, which keeps the suite within its time;
+the rest, and one model of each family (TransformerLM, Transformer,
+ReformerLM, ConfigurableTerraformer, the RNN LMs, BERT), run every time:
+
+    TFNP_TRAX_ALL_FORMATS=1 python -m pytest tests/conformance/export_formats_test.py
 """
 
 import functools
+import os
 
 import pytest
 
@@ -57,6 +65,27 @@ LITERT_NEEDS_FLEX = {
 }
 
 
+# Models whose conversions take seconds each, covered in every run by a
+# smaller model of the same family.
+FULL_RUN_ONLY = frozenset({
+    'ConfigurableTerraformer_LSH_sparse', 'HourglassLM', 'ReformerLM_LSH',
+    'ResidualShuffleExchange', 'Reformer', 'LayerDropTransformerLM_train',
+    'ConfigurableTransformer', 'Transformer2', 'ReformerShortenLM',
+    'SkippingTransformerLM', 'LSTMSeq2SeqAttn',
+    'EveryOtherLayerDropTransformerLM', 'ReZeroTransformer',
+    'MixedLSHSelfAttention', 'LayerDropTransformerLM', 'Resnet_ConvBlock',
+    'WideResnet_train', 'AttentionResampling', 'PureLSHSelfAttentionWrapper',
+    'RelativeAttentionWrapper'})
+_ALL = os.environ.get('TFNP_TRAX_ALL_FORMATS') == '1'
+
+
+def _entries():
+  return [pytest.param(n, marks=pytest.mark.skipif(
+      not _ALL, reason='a large model: runs with TFNP_TRAX_ALL_FORMATS=1'))
+          if n in FULL_RUN_ONLY else n
+          for n in registry.entry_names('saved_model')]
+
+
 def _feeds(entry, names):
   return dict(zip(names, _runs.as_tuple(registry.make_inputs(entry))))
 
@@ -79,7 +108,7 @@ def _close(got, expected, entry, what):
   _runs.assert_trees_close(got, expected, max(entry.tolerance, ATOL), what)
 
 
-@pytest.mark.parametrize('name', registry.entry_names('saved_model'))
+@pytest.mark.parametrize('name', _entries())
 def test_onnx_runtime_matches_the_layer(name, tmp_path):
   entry, layer, expected = _built(name)
   path = str(tmp_path / 'model.onnx')
@@ -95,7 +124,7 @@ def test_onnx_runtime_matches_the_layer(name, tmp_path):
   _close(tuple(got), expected, entry, f'{name} onnx')
 
 
-@pytest.mark.parametrize('name', registry.entry_names('saved_model'))
+@pytest.mark.parametrize('name', _entries())
 def test_litert_matches_the_layer(name):
   entry, layer, expected = _built(name)
   if name in LITERT_NEEDS_FLEX:

@@ -35,17 +35,6 @@ def test_mlp_matches_numpy():
   np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_transformer_lm_matches_native():
-  model = models.TransformerLM(16, d_model=8, d_ff=16, n_layers=1,
-                               n_heads=2, max_len=8, mode='eval')
-  sig = shapes.ShapeDtype((2, 8), np.int32)
-  model.init(sig, rng=fastmath.random.get_prng(1))
-  x = np.random.RandomState(0).randint(0, 16, size=(2, 8)).astype(np.int32)
-  out = _run_tflite(export.to_tflite(model, sig), x)
-  np.testing.assert_allclose(out, np.asarray(model(x)), rtol=1e-4,
-                             atol=1e-5)
-
-
 def test_quantized_conversion_is_smaller_and_close():
   model = models.MLP(layer_widths=(64, 64, 3))
   sig = shapes.ShapeDtype((2, 64))

@@ -11,13 +11,14 @@ ONNX's Exp/Log with Sub/Add, for `tf2onnx.convert`'s `custom_op_handlers`.
 
 And its ONNX graph optimizer copies the whole graph before each of its
 passes, to fall back when a pass fails: most of a conversion's time for a
-model of a few hundred ops. `optimizing_with_one_backup` copies it once,
-runs the passes without copies, and reruns them the careful way from that
-copy only if one fails.
+model of a few hundred ops. `optimizing_with_one_backup` copies it once
+per round, runs the passes without copies, and if one fails goes back to
+the copy and runs the others.
 """
 
 import contextlib
 import copy
+import logging
 import types
 
 import numpy as np
@@ -53,21 +54,56 @@ def load(caller):
   return tf2onnx
 
 
+class _PassFailed(Exception):
+  """One of tf2onnx's optimizer passes raised."""
+
+  def __init__(self, name):
+    super().__init__(name)
+    self.name = name
+
+
+def _tagged(name, factory):
+  """`factory`, making passes whose errors say which pass raised."""
+  def make():
+    opt = factory()
+    run = opt.optimize
+
+    def optimize(graph, iteration):
+      try:
+        return run(graph, iteration)
+      except Exception as e:  # pylint: disable=broad-except
+        raise _PassFailed(name) from e
+    opt.optimize = optimize
+    return opt
+  return make
+
+
 @contextlib.contextmanager
 def optimizing_with_one_backup(tf2onnx):
-  """Within this context tf2onnx's graph optimizer keeps one backup."""
+  """Within this context tf2onnx's graph optimizer keeps one backup.
+
+  The passes run without copies; if one raises, the graph goes back to the
+  backup and the passes run again without that one, which is what
+  tf2onnx's careful way (a copy before every pass) ends up with too.
+  """
   optimizer = tf2onnx.optimizer
   careful = optimizer.optimize_graph
 
   def optimize_graph(graph, catch_errors=True, optimizers=None):
     if not catch_errors:
       return careful(graph, False, optimizers)
-    backup = copy.deepcopy(graph)
-    try:
-      return careful(graph, False, optimizers)
-    except Exception:  # pylint: disable=broad-except
-      # Exactly what the careful way does: skip the passes that fail.
-      return careful(backup, True, optimizers)
+    passes = dict(optimizers if optimizers is not None else
+                  optimizer._get_optimizers())  # pylint: disable=protected-access
+    while True:
+      backup = copy.deepcopy(graph)
+      try:
+        return careful(graph, False, {n: _tagged(n, f)
+                                      for n, f in passes.items()})
+      except _PassFailed as e:
+        logging.getLogger('tf2onnx').info(
+            'Skipping the ONNX optimizer pass %s, which failed here.', e.name)
+        del passes[e.name]
+        graph = backup
 
   optimizer.optimize_graph = optimize_graph
   try:
