@@ -146,6 +146,38 @@ def test_numpy2_patch_is_what_makes_large_models_convert(tmp_path,
                    shapes.ShapeDtype((2, 64)), large_model=True)
 
 
+def test_a_failing_optimizer_pass_is_dropped_and_the_rest_still_run(
+    tmp_path, monkeypatch):
+  from tf2onnx import optimizer
+  passes = optimizer._get_optimizers()  # pylint: disable=protected-access
+  calls = []
+
+  class Broken:
+    graph_been_opt = False
+
+    def optimize(self, graph, iteration):
+      calls.append(iteration)
+      graph.remove_node(graph.get_nodes()[0].name)  # Half done, then fails.
+      raise RuntimeError('broken pass')
+
+  monkeypatch.setattr(optimizer, '_get_optimizers',
+                      lambda: {'broken': Broken, **passes})
+  model = _mlp()
+  x = np.random.RandomState(0).normal(size=(3, 4)).astype(np.float32)
+  path = export.to_onnx(model, tmp_path / 'm.onnx',
+                        shapes.ShapeDtype((None, 4)))
+  assert calls == [0]  # Tried once, then left out.
+  (y,) = _session(path).run(None, {'inputs': x})
+  np.testing.assert_allclose(y, _numpy_mlp(x, model.weights), atol=1e-5)
+  # The other passes ran: the graph is as small as without the broken one.
+  monkeypatch.setattr(optimizer, '_get_optimizers', lambda: passes)
+  export.to_onnx(model, tmp_path / 'n.onnx', shapes.ShapeDtype((None, 4)))
+  import onnx
+  sizes = [len(onnx.load(str(tmp_path / f)).graph.node)
+           for f in ('m.onnx', 'n.onnx')]
+  assert sizes[0] == sizes[1]
+
+
 def test_file_is_replaced_whole_and_nothing_else_is_left(tmp_path):
   path = tmp_path / 'm.onnx'
   path.write_bytes(b'old')

@@ -83,8 +83,9 @@ def optimizing_with_one_backup(tf2onnx):
   """Within this context tf2onnx's graph optimizer keeps one backup.
 
   The passes run without copies; if one raises, the graph goes back to the
-  backup and the passes run again without that one, which is what
-  tf2onnx's careful way (a copy before every pass) ends up with too.
+  backup and the passes run again without that one. As with tf2onnx's
+  careful way (a copy before every pass), a failing pass costs only its own
+  rewrites, never the conversion.
   """
   optimizer = tf2onnx.optimizer
   careful = optimizer.optimize_graph
