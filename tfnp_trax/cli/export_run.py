@@ -142,7 +142,6 @@ def main(argv):
 def _write_file(model, export_dir, example, dtype, weights, state):
   """Writes model.onnx (any batch where the model allows) or model.tflite."""
   from tfnp_trax import export  # pylint: disable=g-import-not-at-top
-  from tfnp_trax import layers as tl  # pylint: disable=g-import-not-at-top
   from tfnp_trax import shapes  # pylint: disable=g-import-not-at-top
   os.makedirs(export_dir, exist_ok=True)
   if FLAGS.format == 'tflite':
@@ -155,36 +154,35 @@ def _write_file(model, export_dir, example, dtype, weights, state):
           f'{(1,) + example}).')
     return
   target = os.path.join(export_dir, 'model.onnx')
-  for batch in (None, FLAGS.batch_size):
-    try:
-      export.to_onnx(model, target,
-                     shapes.ShapeDtype((batch,) + example, dtype),
-                     weights=weights, state=state)
-      break
-    except tl.LayerError:
-      if batch is not None:
-        raise
+  batch = _any_batch(lambda sig: export.to_onnx(
+      model, target, sig, weights=weights, state=state), example, dtype)
   print(f'Wrote {target} ({os.path.getsize(target):,} bytes; input '
         f'`inputs` {dtype} [{batch or "any batch"}, '
         f'{", ".join(map(str, example))}], output `outputs`).')
 
 
-def _save(model, export_dir, example, dtype, weights, state, signatures):
-  """Saves for any batch size where the model allows; returns the batch.
+def _any_batch(write, example, dtype):
+  """`write(signature)` for any batch size where the model allows.
 
   Attention layers split heads with a static batch size, so a TransformerLM
-  is saved for `--batch_size` inputs (None: any batch was saved).
+  is written for `--batch_size` inputs instead.
+
+  Returns:
+    the batch size written for (None: any).
   """
-  from tfnp_trax import export  # pylint: disable=g-import-not-at-top
   from tfnp_trax import layers as tl  # pylint: disable=g-import-not-at-top
   from tfnp_trax import shapes  # pylint: disable=g-import-not-at-top
-  for batch in (None, FLAGS.batch_size):
-    try:
-      export.save_model(model, export_dir,
-                        shapes.ShapeDtype((batch,) + example, dtype),
-                        weights=weights, state=state, signatures=signatures)
-      return batch
-    except tl.LayerError:
-      if batch is not None:
-        raise
-  return None
+  try:
+    write(shapes.ShapeDtype((None,) + example, dtype))
+    return None
+  except tl.LayerError:
+    write(shapes.ShapeDtype((FLAGS.batch_size,) + example, dtype))
+    return FLAGS.batch_size
+
+
+def _save(model, export_dir, example, dtype, weights, state, signatures):
+  """Saves for any batch size where the model allows; returns the batch."""
+  from tfnp_trax import export  # pylint: disable=g-import-not-at-top
+  return _any_batch(lambda sig: export.save_model(
+      model, export_dir, sig, weights=weights, state=state,
+      signatures=signatures), example, dtype)
