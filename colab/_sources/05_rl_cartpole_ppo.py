@@ -4,8 +4,9 @@
 # This notebook trains a policy for gymnasium's `CartPole-v1` with Proximal
 # Policy Optimization, using the same pieces as Trax's `rl` package:
 #
-# * `RLTask`: the environment (8 copies stepped in lock-step), its discount
-#   and the episode returns seen so far;
+# * `VectorTask`: the environment (8 copies stepped in lock-step), its
+#   discount and the episode returns seen so far (Trax's `RLTask`, which
+#   plays one episode at a time, is accepted too);
 # * `PPO`: an actor-critic agent with a policy network and a value network,
 #   each trained by a `Trainer` (so under any `tf.distribute` strategy);
 # * `agent.run(n_epochs)`: each epoch collects 256 environment steps with
@@ -45,7 +46,7 @@ from tfnp_trax import rl
 # `policy_model` and `value_model`).
 
 # %%
-task = rl.RLTask('CartPole-v1', gamma=0.98, n_envs=8, seed=0)
+task = rl.VectorTask('CartPole-v1', gamma=0.98, n_envs=8, seed=0)
 
 
 def adam():

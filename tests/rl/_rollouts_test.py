@@ -4,7 +4,7 @@ import numpy as np
 
 from tfnp_trax.rl import _rollouts
 from tfnp_trax.rl import advantages
-from tfnp_trax.rl import task as task_lib
+from tfnp_trax.rl import vector_task as task_lib
 
 GAMMA = 0.9
 

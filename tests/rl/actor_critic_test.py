@@ -7,7 +7,7 @@ import pytest
 
 from tfnp_trax.rl import actor_critic
 from tfnp_trax.rl import presets
-from tfnp_trax.rl import task as task_lib
+from tfnp_trax.rl import vector_task as task_lib
 
 RANDOM_CARTPOLE_RETURN = 22.0  # Mean return of uniformly random actions.
 
@@ -105,7 +105,7 @@ def test_checkpoints_resume_exactly(tmp_path):
 
 
 def test_bad_configurations_are_explained():
-  task = task_lib.RLTask('CartPole-v1', n_envs=3)
+  task = task_lib.VectorTask('CartPole-v1', n_envs=3)
   with pytest.raises(ValueError, match=r'PPO: n_interactions_per_epoch 256 '
                      r'is not a multiple of the task\'s 3 environments'):
     actor_critic.PPO(task, n_interactions_per_epoch=256)

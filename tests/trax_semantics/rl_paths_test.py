@@ -14,8 +14,6 @@ import pytest
 _LOOP = ('Loop-based agents (supervised.training.Loop with policy and value '
          'tasks) are not implemented; the agents here train with '
          'supervised.Trainer directly')
-_TRAJECTORIES = ('RLTask collects fixed-shape TrajectoryBatch arrays from '
-                 'vectorized envs; there is no per-trajectory store')
 _ONLINE_TUNE = 'online hyperparameter tuning envs are not implemented'
 
 # module (relative to trax.rl; '' is the package) -> implemented names and
@@ -72,13 +70,9 @@ TRAX_RL = {
         'missing': {},
     },
     'task': {
-        'implemented': ['RLTask'],
-        'missing': {
-            'TimeStepBatch': _TRAJECTORIES + ' (TrajectoryBatch instead)',
-            'EnvInfo': 'no control or discount masks from environments',
-            'Trajectory': _TRAJECTORIES,
-            'play': _TRAJECTORIES + ' (RLTask.collect / evaluate instead)',
-        },
+        'implemented': ['RLTask', 'TimeStepBatch', 'EnvInfo', 'Trajectory',
+                        'play'],
+        'missing': {},
     },
     'training': {
         'implemented': ['Agent'],

@@ -15,7 +15,7 @@ from tfnp_trax.rl import _nets
 from tfnp_trax.rl import _spaces
 from tfnp_trax.rl import actor_critic
 from tfnp_trax.rl import distributions
-from tfnp_trax.rl import task as task_lib
+from tfnp_trax.rl import vector_task as task_lib
 
 
 def in_module(module):
@@ -173,7 +173,7 @@ class GymLikeEnv:
 
 
 def test_task_clips_actions_to_a_gym_like_box():
-  task = task_lib.RLTask(lambda: GymLikeEnv(Box(-1.0, 1.0, (1,))), n_envs=2)
+  task = task_lib.VectorTask(lambda: GymLikeEnv(Box(-1.0, 1.0, (1,))), n_envs=2)
 
   def policy(obs):
     return np.full((obs.shape[0], 1), 5.0, np.float32), np.zeros(
@@ -188,7 +188,7 @@ def test_task_clips_actions_to_a_gym_like_box():
 
 @pytest.mark.parametrize('action_space', [Discrete(2), Box(-1.0, 1.0, (1,))])
 def test_agent_trains_on_gym_like_spaces(action_space):
-  task = task_lib.RLTask(lambda: GymLikeEnv(action_space), n_envs=2,
+  task = task_lib.VectorTask(lambda: GymLikeEnv(action_space), n_envs=2,
                          gamma=0.9)
   agent = actor_critic.PPO(
       task, n_interactions_per_epoch=8, policy_batch_size=4,

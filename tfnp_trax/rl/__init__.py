@@ -8,7 +8,9 @@ from tfnp_trax.rl import policy_metrics
 from tfnp_trax.rl import rl_layers
 from tfnp_trax.rl import serialization_utils
 from tfnp_trax.rl import space_serializer
+from tfnp_trax.rl import task
 from tfnp_trax.rl import value_aggregation
+from tfnp_trax.rl import vector_task
 from tfnp_trax.rl.actor_critic import A2C
 from tfnp_trax.rl.actor_critic import ActorCriticAgent
 from tfnp_trax.rl.actor_critic import AWR
@@ -22,15 +24,17 @@ from tfnp_trax.rl.distributions import Gaussian
 from tfnp_trax.rl.distributions import create_distribution
 from tfnp_trax.rl.serialization_utils import TimeSeriesModel
 from tfnp_trax.rl.task import RLTask
-from tfnp_trax.rl.task import TrajectoryBatch
+from tfnp_trax.rl.vector_task import TrajectoryBatch
+from tfnp_trax.rl.vector_task import VectorTask
 from tfnp_trax.rl.training import Agent
 
 __all__ = [
-    'advantages', 'awr', 'distributions', 'losses', 'policy_metrics',
+    'advantages', 'awr', 'distributions', 'losses',
+    'policy_metrics',
     'rl_layers', 'serialization_utils', 'space_serializer',
     'value_aggregation', 'A2C', 'ActorCriticAgent', 'AWR', 'PPO',
     'A2CJoint', 'ActorCriticJointAgent', 'AWRJoint', 'PPOJoint',
     'Categorical', 'Gaussian', 'create_distribution', 'TimeSeriesModel',
-    'RLTask',
-    'TrajectoryBatch', 'Agent',
+    'task', 'vector_task', 'RLTask', 'TrajectoryBatch', 'VectorTask',
+    'Agent',
 ]

@@ -35,7 +35,7 @@ class ActorCriticAgent(training.Agent):
   """Trains a policy network and a value network (baseline).
 
   Args:
-    task: the RLTask.
+    task: a `vector_task.VectorTask` or a `task.RLTask` (see `Agent`).
     policy_model: function `(policy_distribution, mode) -> layer` mapping
       observations to distribution inputs (default: 64-64 tanh MLP).
     value_model: function `mode -> layer` mapping observations to [.., 1].

@@ -29,7 +29,7 @@ class ActorCriticJointAgent(training.Agent):
   """Trains a joint policy-and-value model with one optimizer.
 
   Args:
-    task: the RLTask.
+    task: a `vector_task.VectorTask` or a `task.RLTask` (see `Agent`).
     joint_model: function `(policy_distribution, mode) -> layer` with
       outputs `(dist_inputs, values)` (default: a shared 64-64 tanh
       trunk with Dense heads).

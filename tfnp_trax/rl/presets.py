@@ -12,7 +12,7 @@ from tfnp_trax.rl import actor_critic
 from tfnp_trax.rl import actor_critic_joint
 from tfnp_trax.rl import advantages
 from tfnp_trax.rl import distributions
-from tfnp_trax.rl import task as task_lib
+from tfnp_trax.rl import vector_task as task_lib
 
 __all__ = ['ALGOS', 'ENVS', 'make_agent', 'default_env_steps']
 
@@ -86,7 +86,7 @@ def make_agent(algo, env, joint=False, n_envs=8, random_seed=0, **overrides):
   if env not in _TASKS:
     raise ValueError(f'make_agent: env must be one of {ENVS}, got {env!r}.')
   spec = _TASKS[env]
-  task = task_lib.RLTask(env, gamma=spec['gamma'], n_envs=n_envs,
+  task = task_lib.VectorTask(env, gamma=spec['gamma'], n_envs=n_envs,
                          seed=random_seed)
   settings = _algo_settings(algo, env, joint)
   settings['advantage_estimator'] = functools.partial(

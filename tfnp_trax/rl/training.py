@@ -22,6 +22,7 @@ from tfnp_trax import shapes
 from tfnp_trax.layers import naming
 from tfnp_trax.rl import _compiled
 from tfnp_trax.rl import distributions
+from tfnp_trax.rl import vector_task
 from tfnp_trax.supervised import trainer as trainer_lib
 from tfnp_trax.supervised.loop import bookkeeping
 
@@ -32,7 +33,10 @@ class Agent:
   """Base class: subclasses build trainers and implement `train_epoch`.
 
   Args:
-    task: the RLTask to collect from.
+    task: the task to collect from: a `vector_task.VectorTask`, or a
+      `task.RLTask`, which is collected from through
+      `vector_task.from_task(task)` (8 copies of an environment named by
+      id, the task's own object otherwise).
     n_interactions_per_epoch: environment steps per epoch, over all of the
       task's environment copies (a multiple of `task.n_envs`).
     n_eval_episodes: episodes to evaluate after each epoch (0: none).
@@ -66,6 +70,7 @@ class Agent:
                n_returns_to_average=20, policy_distribution=None,
                keep_checkpoints=3, checkpoint_errors='raise',
                async_checkpoints=True):
+    task = vector_task.from_task(task)
     if n_interactions_per_epoch % task.n_envs:
       raise ValueError(
           f'{type(self).__name__}: n_interactions_per_epoch '
