@@ -40,7 +40,8 @@ __all__ = ['TRAX_GIN_NAMES', 'ADDED_GIN_NAMES', 'TRAX_GIN_DENYLISTS', 'register_
 
 # Trax modules whose names register themselves with `@gin.configurable`
 # when imported, as Trax's do (so the decorated function is the public one).
-_SELF_REGISTERING = ('trax.supervised.trainer_lib', 'trax.rl.distributions')
+_SELF_REGISTERING = ('trax.supervised.trainer_lib', 'trax.rl.distributions',
+                     'trax.rl.normalization')
 
 # Trax names registered in place (`gin.configurable`, which wraps the
 # class's `__init__`) instead of wrapped: a call from Python then sees the

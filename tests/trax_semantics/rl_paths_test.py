@@ -101,19 +101,16 @@ TRAX_RL = {
         'missing': {'ValueTrainTask': _LOOP, 'ValueEvalTask': _LOOP},
     },
     'normalization': {
-        'implemented': [],
-        'missing': {
-            name: 'observation normalization layers are not implemented'
-            for name in [
-                'running_mean_init', 'running_mean_update',
-                'running_mean_get_mean', 'running_mean_get_count',
-                'running_mean_and_variance_init',
-                'running_mean_and_variance_update',
-                'running_mean_and_variance_get_mean',
-                'running_mean_and_variance_get_count',
-                'running_mean_and_variance_get_variance', 'Normalize',
-                'LayerNormSquash']
-        },
+        'implemented': [
+            'running_mean_init', 'running_mean_update',
+            'running_mean_get_mean', 'running_mean_get_count',
+            'running_mean_and_variance_init',
+            'running_mean_and_variance_update',
+            'running_mean_and_variance_get_mean',
+            'running_mean_and_variance_get_count',
+            'running_mean_and_variance_get_variance', 'Normalize',
+            'LayerNormSquash'],
+        'missing': {},
     },
     'space_serializer': {
         'implemented': ['SpaceSerializer', 'create', 'BoxSpaceSerializer',
@@ -132,22 +129,12 @@ TRAX_RL = {
                                            'Trax name)'},
     },
     'envs': {
-        'implemented': [],
-        'missing': {
-            'SequenceDataEnv': 'envs built from supervised data are not '
-                               'implemented',
-            'copy_stream': 'envs built from supervised data are not '
-                           'implemented',
-        },
+        'implemented': ['SequenceDataEnv', 'copy_stream', 'configure_rl_env'],
+        'missing': {},
     },
     'envs.data_envs': {
-        'implemented': [],
-        'missing': {
-            'SequenceDataEnv': 'envs built from supervised data are not '
-                               'implemented',
-            'copy_stream': 'envs built from supervised data are not '
-                           'implemented',
-        },
+        'implemented': ['SequenceDataEnv', 'copy_stream'],
+        'missing': {},
     },
     'envs.online_tune': {
         'implemented': [],
@@ -163,6 +150,8 @@ TRAX_RL = {
 
 # Where each re-exported name is defined: the path must give that object.
 DEFINED_IN = {
+    ('envs', 'SequenceDataEnv'): 'envs.data_envs',
+    ('envs', 'copy_stream'): 'envs.data_envs',
     ('actor_critic', 'AWRLoss'): 'awr',
     ('actor_critic', 'SamplingAWRLoss'): 'awr',
     ('actor_critic', 'awr_weights'): 'awr',

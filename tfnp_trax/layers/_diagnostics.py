@@ -10,8 +10,15 @@ __all__ = ['caller_location', 'short_signature', 'same_signature',
            'format_exception', 'describe', 'check_input_signature']
 
 
+_LIBRARY_LAYER_DIRS = ('/tfnp_trax/layers/', '/tfnp_trax/models/',
+                       '/tfnp_trax/rl/')
+
+
 def caller_location():
-  """`file:line` of the first frame outside tfnp_trax/layers and models.
+  """`file:line` of the first frame outside the library's layer code.
+
+  Layer code is tfnp_trax/layers, models and rl (whose layers, such as
+  `rl.normalization.Normalize`, are library code too).
 
   Called from `Layer.__init__`, that is where the user built the layer. It
   walks raw frames: inspect.stack() reads source files for every frame,
@@ -20,7 +27,7 @@ def caller_location():
   frame = sys._getframe(2)  # pylint: disable=protected-access
   while frame is not None:
     path = frame.f_code.co_filename
-    if '/tfnp_trax/layers/' not in path and '/tfnp_trax/models/' not in path:
+    if not any(part in path for part in _LIBRARY_LAYER_DIRS):
       return f'{path}:{frame.f_lineno}'
     frame = frame.f_back
   return 'unknown'

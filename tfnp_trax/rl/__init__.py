@@ -3,7 +3,9 @@
 from tfnp_trax.rl import advantages
 from tfnp_trax.rl import awr
 from tfnp_trax.rl import distributions
+from tfnp_trax.rl import envs
 from tfnp_trax.rl import losses
+from tfnp_trax.rl import normalization
 from tfnp_trax.rl import policy_metrics
 from tfnp_trax.rl import rl_layers
 from tfnp_trax.rl import serialization_utils
@@ -24,14 +26,13 @@ from tfnp_trax.rl.distributions import Gaussian
 from tfnp_trax.rl.distributions import create_distribution
 from tfnp_trax.rl.serialization_utils import TimeSeriesModel
 from tfnp_trax.rl.task import RLTask
+from tfnp_trax.rl.training import Agent
 from tfnp_trax.rl.vector_task import TrajectoryBatch
 from tfnp_trax.rl.vector_task import VectorTask
-from tfnp_trax.rl.training import Agent
 
 __all__ = [
-    'advantages', 'awr', 'distributions', 'losses',
-    'policy_metrics',
-    'rl_layers', 'serialization_utils', 'space_serializer',
+    'advantages', 'awr', 'distributions', 'envs', 'losses', 'normalization',
+    'policy_metrics', 'rl_layers', 'serialization_utils', 'space_serializer',
     'value_aggregation', 'A2C', 'ActorCriticAgent', 'AWR', 'PPO',
     'A2CJoint', 'ActorCriticJointAgent', 'AWRJoint', 'PPOJoint',
     'Categorical', 'Gaussian', 'create_distribution', 'TimeSeriesModel',
