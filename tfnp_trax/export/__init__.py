@@ -11,6 +11,7 @@ from tfnp_trax.export.loop_export import export_loop
 from tfnp_trax.export.saved_model import save_model
 from tfnp_trax.export.saved_model import serving_function
 from tfnp_trax.export.onnx import to_onnx
+from tfnp_trax.export.policy import save_policy
 from tfnp_trax.export.tflite import to_tflite
 
 # AsKeras fits the models `tf.keras` builds: Keras 3 by default, tf_keras
@@ -21,4 +22,5 @@ __all__ = ['AsKeras', 'FromKeras', 'LayerFactory', 'beam_search_signature',
            'decode_signatures',
            'generate_signature', 'keras_mode',
            'export_loop', 'register_layer_constructor', 'save_model',
+           'save_policy',
            'serving_function', 'to_onnx', 'to_tflite']

@@ -108,6 +108,7 @@ class ActorCriticAgent(training.Agent):
     self._policy_collect_model.init(shapes.signature(obs))
     value_eval_model = value_model(mode='eval')
     value_eval_model.init(shapes.signature(obs))
+    self._value_eval_model = value_eval_model
     self._value_forward = _compiled.Forward(value_eval_model,
                                             jit_compile=self._jit_compile)
     self._metrics = _compiled.Metrics(
@@ -135,6 +136,11 @@ class ActorCriticAgent(training.Agent):
 
   def _trainers(self):
     return {'policy': self._policy_trainer, 'value': self._value_trainer}
+
+  def _value_network(self):
+    return (self._value_eval_model, None,
+            self._value_trainer.model_weights[0],
+            self._value_trainer.model_state[0], self._value_scale)
 
   def _values(self, observations):
     return onp.asarray(self._value_forward(observations)) * self._value_scale

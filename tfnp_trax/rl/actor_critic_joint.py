@@ -132,6 +132,9 @@ class ActorCriticJointAgent(training.Agent):
   def _trainers(self):
     return {'joint': self._trainer}
 
+  def _value_network(self):
+    return (self._collect, 1) + tuple(self._collect_weights()) + (1.0,)
+
   def _values(self, observations):
     return onp.asarray(self._value_forward(observations))
 

@@ -11,6 +11,7 @@ and entropies are written in `jnp`, so they differentiate like any layer.
 
 import gin
 import numpy as onp
+import tensorflow as tf
 
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
@@ -117,8 +118,7 @@ class Categorical(Distribution):
 
   def _logits(self, inputs):
     self._check_inputs(inputs)
-    return jnp.reshape(inputs, tuple(inputs.shape[:-1]) + self._shape +
-                       (self._n_categories,))
+    return _reshape_inner(inputs, inputs, self._shape + (self._n_categories,))
 
   def sample(self, inputs, temperature=1.0, key=None):
     logits = self._logits(inputs)
@@ -208,20 +208,20 @@ class Gaussian(Distribution):
 
   def sample(self, inputs, temperature=1.0, key=None):
     mean, std = self._params(inputs)
-    out_shape = tuple(mean.shape[:-1]) + self._shape
     if temperature == 0.0:
-      return jnp.reshape(mean, out_shape)
+      return _reshape_inner(mean, mean, self._shape)
     if key is None:
       mean, std = _host_values('Gaussian', mean, std)
       point = onp.random.normal(loc=mean, scale=std * temperature)
-      return jnp.reshape(jnp.asarray(point, dtype=jnp.float32), out_shape)
+      return _reshape_inner(jnp.asarray(point, dtype=jnp.float32), mean,
+                            self._shape)
     key = _check_key('Gaussian', key)
     point = _tfd().Normal(loc=mean, scale=std * temperature).sample(seed=key)
-    return jnp.reshape(point, out_shape)
+    return _reshape_inner(point, mean, self._shape)
 
   def log_prob(self, inputs, point):
     mean, std = self._params(inputs)
-    point = jnp.reshape(point, tuple(inputs.shape[:-1]) + (-1,))
+    point = _reshape_inner(point, inputs, (-1,))
     point = point.astype(mean.dtype)
     return -jnp.sum((point - mean) ** 2 / (2.0 * std ** 2) + jnp.log(std) +
                     _LOG_SQRT_2PI, axis=-1)
@@ -229,6 +229,20 @@ class Gaussian(Distribution):
   def entropy(self, inputs):
     _, std = self._params(inputs)
     return jnp.sum(jnp.log(std) + 0.5 + _LOG_SQRT_2PI, axis=-1)
+
+
+def _reshape_inner(x, like, inner):
+  """`x` reshaped to `like`'s leading axes (all but its last) + `inner`.
+
+  Leading sizes unknown while tracing (a served batch of any size) are read
+  from `like` at run time.
+  """
+  lead = tuple(like.shape[:-1])
+  if None not in lead:
+    return jnp.reshape(x, lead + tuple(inner))
+  shape = tf.concat([tf.shape(like)[:-1],
+                     tf.constant(inner, dtype=tf.int32)], axis=0)
+  return jnp.asarray(tf.reshape(x, shape))
 
 
 def create_distribution(space):

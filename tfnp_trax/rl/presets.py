@@ -87,7 +87,7 @@ def make_agent(algo, env, joint=False, n_envs=8, random_seed=0, **overrides):
     raise ValueError(f'make_agent: env must be one of {ENVS}, got {env!r}.')
   spec = _TASKS[env]
   task = task_lib.VectorTask(env, gamma=spec['gamma'], n_envs=n_envs,
-                         seed=random_seed)
+                             seed=random_seed)
   settings = _algo_settings(algo, env, joint)
   settings['advantage_estimator'] = functools.partial(
       advantages.gae, lambda_=spec['lambda_'])

@@ -158,6 +158,31 @@ class Agent:
     """Dict name -> Trainer of everything that learns (for checkpoints)."""
     raise NotImplementedError
 
+  def _value_network(self):
+    """`(model, head, weights, state, scale)` of the value estimate, or None.
+
+    `scale` multiplies the model's output into the value itself.
+    """
+    return None
+
+  # -- What export.save_policy reads -------------------------------------------
+  def policy_export(self):
+    """The current policy (and value) networks, for `export.save_policy`.
+
+    Returns:
+      A dict: `policy` `(model, head, weights, state)` giving distribution
+      inputs from a batch of observations, `distribution`, `value` (as
+      `_value_network`, or None), and the task's `observation_space` and
+      `action_space`.
+    """
+    model, head = self._collect_model()
+    weights, state = self._collect_weights()
+    return {'policy': (model, head, weights, state),
+            'distribution': self._policy_dist,
+            'value': self._value_network(),
+            'observation_space': self._task.observation_space,
+            'action_space': self._task.action_space}
+
   def train_epoch(self, trajectory_batch):
     """Learns from one epoch of data; returns {mode: {metric: value}}."""
     raise NotImplementedError
