@@ -49,7 +49,10 @@ _SELF_REGISTERING = ('trax.supervised.trainer_lib', 'trax.rl.distributions',
 # from Python before any config is parsed, so their module registers them
 # on import when gin is already imported (`register_in_place`).
 _IN_PLACE = ('trax.layers.PureLSHSelfAttention',
-             'trax.layers.PureLSHSelfAttentionWrapper')
+             'trax.layers.PureLSHSelfAttentionWrapper',
+             # Trax's train_rl calls `RLTask()` and relies on the config's
+             # `RLTask.env = ...`.
+             'trax.rl.task.RLTask')
 
 # Names tfnp_trax adds beyond Trax's, registered the same way under the
 # Trax module path where they live (a config writes
@@ -334,12 +337,24 @@ def _denylist(selector, obj):
 def _package_loaded(gin_module):
   """Whether the tfnp_trax package for `trax.<package>...` is imported.
 
-  `import tfnp_trax` loads layers, models, optimizers, data and supervised;
-  others (rl) join once a config says `import trax.rl`, as in Trax, whose
-  `import trax` does not load its RL names either.
+  `import tfnp_trax` loads layers, models, optimizers, data and supervised.
+  RL counts as loaded with supervised: Trax's `trax.supervised.callbacks`
+  imports `trax.rl`, so in Trax the RL names are registered whenever
+  `trax.supervised` is imported (a supervised config such as
+  `transformer_srl_sine.gin` binds `TimeSeriesModel` without importing
+  `trax.rl`). tfnp_trax's supervised package does not import rl, so the
+  names are registered (and rl imported) when a config is parsed.
   """
   package = '.'.join(gin_module.split('.')[:2])
-  return _trax_names.tfnp_trax_name(package) in sys.modules
+  for loaded in (package,) + _LOADED_WITH.get(package, ()):
+    if _trax_names.tfnp_trax_name(loaded) in sys.modules:
+      return True
+  return False
+
+
+# Trax packages that another Trax package imports (so their gin names are
+# there whenever that package is): package -> the packages importing it.
+_LOADED_WITH = {'trax.rl': ('trax.supervised',)}
 
 
 def register_all():

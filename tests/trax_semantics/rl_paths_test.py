@@ -21,15 +21,12 @@ _ONLINE_TUNE = 'online hyperparameter tuning envs are not implemented'
 TRAX_RL = {
     '': {
         'implemented': ['A2C', 'AWR', 'PPO', 'A2CJoint', 'AWRJoint',
-                        'PPOJoint', 'TimeSeriesModel'],
+                        'PPOJoint', 'TimeSeriesModel', 'PolicyGradient',
+                        'ExpertIteration', 'DQN', 'configure_rl'],
         'missing': {
             'LoopAWR': _LOOP,
             'SamplingAWR': 'the Q-value (sampled actions) AWR agent is not '
                            'implemented; its loss SamplingAWRLoss is',
-            'PolicyGradient': _LOOP,
-            'ExpertIteration': _LOOP,
-            'DQN': 'value-based agents are not implemented',
-            'configure_rl': 'gin registration; tfnp_trax does not use gin',
         },
     },
     'actor_critic': {
@@ -75,30 +72,19 @@ TRAX_RL = {
         'missing': {},
     },
     'training': {
-        'implemented': ['Agent'],
-        'missing': {
-            'PolicyAgent': 'ActorCriticAgent derives from Agent directly',
-            'remaining_evals': 'no Trainer evals inside an RL epoch',
-            'LoopPolicyAgent': _LOOP,
-            'PolicyGradient': _LOOP,
-            'sharpened_network_policy': _LOOP,
-            'ExpertIteration': _LOOP,
-            'network_policy': _LOOP,
-            'ValueAgent': 'value-based agents are not implemented',
-            'DQN': 'value-based agents are not implemented',
-        },
+        'implemented': ['Agent', 'PolicyAgent', 'remaining_evals',
+                        'LoopPolicyAgent', 'PolicyGradient',
+                        'sharpened_network_policy', 'ExpertIteration',
+                        'network_policy', 'ValueAgent', 'DQN'],
+        'missing': {},
     },
     'policy_tasks': {
-        'implemented': [],
-        'missing': {
-            'PolicyTrainTask': _LOOP + ' (rl.awr.calculate_weights has the '
-                               'weighting)',
-            'PolicyEvalTask': _LOOP,
-        },
+        'implemented': ['PolicyTrainTask', 'PolicyEvalTask'],
+        'missing': {},
     },
     'value_tasks': {
-        'implemented': [],
-        'missing': {'ValueTrainTask': _LOOP, 'ValueEvalTask': _LOOP},
+        'implemented': ['ValueTrainTask', 'ValueEvalTask'],
+        'missing': {},
     },
     'normalization': {
         'implemented': [
@@ -150,6 +136,9 @@ TRAX_RL = {
 
 # Where each re-exported name is defined: the path must give that object.
 DEFINED_IN = {
+    ('', 'PolicyGradient'): 'training',
+    ('', 'ExpertIteration'): 'training',
+    ('', 'DQN'): 'training',
     ('envs', 'SequenceDataEnv'): 'envs.data_envs',
     ('envs', 'copy_stream'): 'envs.data_envs',
     ('actor_critic', 'AWRLoss'): 'awr',

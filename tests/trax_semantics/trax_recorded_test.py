@@ -108,9 +108,6 @@ KNOWN_DIFFERENCES = {
     "test_advantages[067:gae m=1 {'lambda_': 0.95} mask=none]": _MASK_NONE,
     "test_advantages[071:gae m=2 {'lambda_': 0.95} mask=none]": _MASK_NONE,
     'test_rl_module_paths[000:actor_critic]': _RL_MODULES,
-    'test_rl_module_paths[005:policy_tasks]': _RL_MODULES,
-    'test_rl_module_paths[010:training]': _RL_MODULES,
-    'test_rl_module_paths[011:value_tasks]': _RL_MODULES,
 }
 # pylint: enable=line-too-long
 

@@ -10,6 +10,8 @@ read back with a message naming what the file fixes when it is damaged.
 import json
 import os
 
+from tfnp_trax import atomic_files
+
 __all__ = ['write_json', 'write_bytes', 'read_json']
 
 
@@ -22,17 +24,7 @@ def write_json(output_dir, name, value):
 
 def write_bytes(path, data):
   """Writes `data` to `path` atomically (fsynced, then renamed); returns it."""
-  partial = f'{path}.partial-{os.getpid()}'
-  try:
-    with open(partial, 'wb') as f:
-      f.write(data)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(partial, path)  # Readers see the old file or the whole new one.
-  finally:
-    if os.path.exists(partial):
-      os.remove(partial)
-  return path
+  return atomic_files.write_atomically(path, data)
 
 
 def read_json(output_dir, name, parse, problem, fixes):

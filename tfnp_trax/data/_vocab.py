@@ -19,6 +19,7 @@ import socket
 import tempfile
 import threading
 
+from tfnp_trax import atomic_files
 from tfnp_trax.data import text_encoder
 
 __all__ = ['DEFAULT_VOCAB_DIR', 'OFFLINE_ENV', 'SentencePieceVocabulary',
@@ -88,11 +89,7 @@ def _local_copy(caller, vocab_type, path):
   os.makedirs(folder, exist_ok=True)
   local = os.path.join(folder, os.path.basename(path))
   # Written whole, then renamed: a concurrent reader never sees part of it.
-  fd, tmp = tempfile.mkstemp(dir=folder)
-  with os.fdopen(fd, 'wb') as f:
-    f.write(data)
-  os.replace(tmp, local)
-  return local
+  return atomic_files.write_atomically(local, data)
 
 
 class SentencePieceVocabulary:

@@ -15,9 +15,9 @@ import tensorflow as tf
 # captured tensors into constants; tf2onnx and TFLite use it too.
 from tensorflow.python.framework import convert_to_constants
 
+from tfnp_trax import atomic_files
 from tfnp_trax import fastmath
 from tfnp_trax.export import _args
-from tfnp_trax.export import _files
 from tfnp_trax.export import _module
 from tfnp_trax.export import _tf2onnx_compat
 from tfnp_trax.export import _trees
@@ -116,7 +116,7 @@ def to_onnx(model, path, input_signature, weights=None, state=None,
   _check_converted(proto, model, opset)
   if large_model:
     data = _externalize(proto, storage, path)
-  _files.write_atomically(path, proto.SerializeToString())
+  atomic_files.write_atomically(path, proto.SerializeToString())
   if large_model:
     _remove_stale_data(path, data)
   return path
@@ -246,7 +246,7 @@ def _externalize(proto, storage, path):
       entry.key, entry.value = key, str(value)
     offset += len(blob)
   data_path = os.path.join(os.path.dirname(path), name)
-  _files.write_atomically(data_path, data)
+  atomic_files.write_atomically(data_path, data)
   return data_path
 
 

@@ -98,11 +98,11 @@ def save_policy(agent, path, observation_signature=None, temperature=1.0):
   """Writes `agent`'s current policy (and value network) as a SavedModel.
 
   Example:
-    >>> agent = rl.PPO(rl.VectorTask('CartPole-v1', n_envs=2), ...)
+    >>> agent = rl.PPO(rl.VectorTask('CartPole-v1'))  # doctest: +SKIP
     >>> agent.run(10)  # doctest: +SKIP
-    >>> _ = save_policy(agent, export_dir)
-    >>> loaded = tf.saved_model.load(export_dir)
-    >>> loaded.signatures['action'](observations=obs)['actions']
+    >>> _ = save_policy(agent, export_dir)  # doctest: +SKIP
+    >>> loaded = tf.saved_model.load(export_dir)  # doctest: +SKIP
+    >>> loaded.signatures['action'](observations=obs)  # doctest: +SKIP
 
   Args:
     agent: an RL agent (rl.PPO, rl.A2C, rl.AWR, rl.PPOJoint, rl.A2CJoint,

@@ -138,6 +138,14 @@ class _SharedBindings(threading.local):
   # Scratch space of one call: nothing in it describes the computation.
   STRUCTURAL_ATTRS = ()
 
+  # A copy (copy.deepcopy of a model, pickling) starts with empty scratch
+  # space; a thread-local itself cannot be copied.
+  def __deepcopy__(self, memo):
+    return type(self)()
+
+  def __reduce__(self):
+    return (type(self), ())
+
   def __init__(self):
     super().__init__()
     self.values = None

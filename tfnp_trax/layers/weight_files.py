@@ -29,6 +29,7 @@ import os
 
 import numpy as onp
 
+from tfnp_trax import atomic_files
 from tfnp_trax import fastmath
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
@@ -152,15 +153,6 @@ def _to_numpy(x):
   return x if isinstance(x, onp.ndarray) else onp.asarray(x)
 
 
-def _replace_atomically(file_path, write):
-  # Written beside the target and renamed over it, so a crash mid-write
-  # never leaves a half-written file under the final name.
-  tmp_path = file_path + PARTIAL_SUFFIX
-  with open(tmp_path, 'wb') as f:
-    write(f)
-  os.replace(tmp_path, file_path)
-
-
 def np_to_file(list_of_nparrays, file_path, compresslevel):
   """Writes arrays to `file_path` as a gzipped stream of `.npy` records.
 
@@ -177,7 +169,8 @@ def np_to_file(list_of_nparrays, file_path, compresslevel):
                        compresslevel=compresslevel) as gzipf:
       for x in to_bits(list_of_nparrays):
         onp.save(gzipf, x, allow_pickle=False)
-  _replace_atomically(file_path, write)
+  atomic_files.write_atomically(file_path, write,
+                                partial_suffix=PARTIAL_SUFFIX)
 
 
 def np_from_file(file_path, compresslevel):
@@ -230,7 +223,8 @@ def pickle_to_file(obj, file_path, gzip=False):
       return
     with gzip_lib.GzipFile(fileobj=f, mode='wb', compresslevel=2) as gzipf:
       _safe_pickle.dump(obj, gzipf)
-  _replace_atomically(file_path, write)
+  atomic_files.write_atomically(file_path, write,
+                                partial_suffix=PARTIAL_SUFFIX)
 
 
 def unpickle_from_file(file_path, gzip=False):

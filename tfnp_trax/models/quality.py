@@ -5,6 +5,8 @@ layer), as for `Policy` and `Value`, so one architecture can be built for
 training and for collection.
 """
 
+import numbers
+
 from tfnp_trax import layers as tl
 
 __all__ = ['Quality']
@@ -51,9 +53,11 @@ def Quality(body=None, normalizer=None, batch_axes=None, mode='train',
   Returns:
     A layer with n_in=1, n_out=1.
   """
-  if not isinstance(n_actions, int) or n_actions < 1:
+  if (isinstance(n_actions, bool) or
+      not isinstance(n_actions, numbers.Integral) or n_actions < 1):
     raise ValueError(f'Quality: n_actions must be a positive int, got '
                      f'{n_actions!r}.')
+  n_actions = int(n_actions)  # A space's `n` may be a NumPy integer.
   head_kwargs = {}
   if head_init_range is not None:
     head_kwargs['kernel_initializer'] = tl.RandomUniformInitializer(

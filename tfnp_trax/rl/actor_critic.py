@@ -18,7 +18,7 @@ from tfnp_trax.rl import _rollouts
 from tfnp_trax.rl import advantages as advantages_lib
 from tfnp_trax.rl import losses
 from tfnp_trax.rl import policy_metrics
-from tfnp_trax.rl import training
+from tfnp_trax.rl import vector_agent
 # Trax defines the AWR loss layers and weight helpers in actor_critic; they
 # live in rl.awr here and are re-exported so Trax's import paths work.
 from tfnp_trax.rl.awr import AWRLoss
@@ -31,11 +31,11 @@ __all__ = ['ActorCriticAgent', 'PPO', 'A2C', 'AWR', 'AWRLoss',
            'SamplingAWRLoss', 'awr_metrics', 'awr_weight_stat', 'awr_weights']
 
 
-class ActorCriticAgent(training.Agent):
+class ActorCriticAgent(vector_agent.VectorAgent):
   """Trains a policy network and a value network (baseline).
 
   Args:
-    task: a `vector_task.VectorTask` or a `task.RLTask` (see `Agent`).
+    task: a `vector_task.VectorTask` or a `task.RLTask` (see `vector_agent.VectorAgent`).
     policy_model: function `(policy_distribution, mode) -> layer` mapping
       observations to distribution inputs (default: 64-64 tanh MLP).
     value_model: function `mode -> layer` mapping observations to [.., 1].
@@ -52,7 +52,7 @@ class ActorCriticAgent(training.Agent):
     n_replay_epochs: how many recent epochs to learn from (off-policy only).
     scale_value_targets: if True the value network predicts values divided
       by `1 / (1 - gamma)`.
-    **kwargs: arguments of `training.Agent`.
+    **kwargs: arguments of `vector_agent.VectorAgent`.
   """
 
   on_policy = None

@@ -20,16 +20,16 @@ from tfnp_trax.rl import _rollouts
 from tfnp_trax.rl import advantages as advantages_lib
 from tfnp_trax.rl import losses
 from tfnp_trax.rl import rl_layers
-from tfnp_trax.rl import training
+from tfnp_trax.rl import vector_agent
 
 __all__ = ['ActorCriticJointAgent', 'PPOJoint', 'A2CJoint', 'AWRJoint']
 
 
-class ActorCriticJointAgent(training.Agent):
+class ActorCriticJointAgent(vector_agent.VectorAgent):
   """Trains a joint policy-and-value model with one optimizer.
 
   Args:
-    task: a `vector_task.VectorTask` or a `task.RLTask` (see `Agent`).
+    task: a `vector_task.VectorTask` or a `task.RLTask` (see `vector_agent.VectorAgent`).
     joint_model: function `(policy_distribution, mode) -> layer` with
       outputs `(dist_inputs, values)` (default: a shared 64-64 tanh
       trunk with Dense heads).
@@ -40,7 +40,7 @@ class ActorCriticJointAgent(training.Agent):
     normalize_advantages: normalize advantages in each batch.
     advantage_estimator: a factory from `rl.advantages` (margin 1).
     n_replay_epochs: how many recent epochs to learn from (off-policy only).
-    **kwargs: arguments of `training.Agent`.
+    **kwargs: arguments of `vector_agent.VectorAgent`.
   """
 
   on_policy = None

@@ -295,7 +295,6 @@ def _trajectory_from_data(data):
   return trajectory
 
 
-@gin.configurable
 class RLTask:
   """An environment, a discount, and a replay buffer of trajectories.
 
@@ -328,6 +327,10 @@ class RLTask:
                dm_suite=False, random_starts=True, max_steps=None,
                time_limit=None, timestep_to_np=None, num_stacked_frames=1,
                n_replay_epochs=1, seed=None):
+    if env is gin.REQUIRED:
+      raise TypeError(
+          'RLTask: env is required: an environment object or the name of a '
+          "gymnasium environment (in a gin config, RLTask.env = 'CartPole-v1').")
     self._env_spec = env
     if isinstance(env, str):
       self._env_name = env
@@ -618,14 +621,15 @@ class RLTask:
       # Negative epochs count from the end (-1: the last).
       wanted = {epoch % end for epoch in (epochs or all_epochs)}
       sampled[:] = [epoch for epoch in wanted
-                    if self._trajectories[epoch] and epoch in slices_of]
+                    if self._trajectories.get(epoch) and epoch in slices_of]
       weights[:] = [slices_of[epoch].sum() for epoch in sampled]
 
     while True:
-      if not self._trajectories:
+      if not any(self._trajectories.values()):
+        # Nothing collected yet (or only empty epochs, e.g. restored).
         yield self._example_trajectory
         continue
-      if self._trajectories.keys() - slices_of.keys():
+      if self._trajectories.keys() - slices_of.keys() or not sampled:
         catch_up()
       epoch = _sample_proportionally(sampled, weights)
       trajectories = self._trajectories[epoch]

@@ -562,6 +562,10 @@ class Loop:
         callback.on_step_begin(step)
     task = self._tasks[task_index]
     learning_rate = task.learning_rate(step)
+    if getattr(task, 'reads_model_weights', False):
+      # The task's batches are computed from the model being trained (a
+      # value task's target network copies it): bring the model up to date.
+      self._sync_model()
     try:
       batch = next(self._streams[task_index])
     except StopIteration as e:

@@ -1,6 +1,6 @@
 """What a training run keeps besides its weights, for Loop and RL alike.
 
-The supervised `Loop` and the RL trainers (`rl.training.Agent`) both count
+The supervised `Loop` and the RL trainers (`rl.vector_agent.VectorAgent`) both count
 steps, keep a `History`, write TensorBoard summaries, write and restore
 checkpoints with a manifest, obey the chief-only rule under several
 workers, stop cleanly when preempted, and decide what a failed checkpoint
