@@ -68,8 +68,13 @@ def main(argv=None):
   parser.add_argument('--eval_episodes', type=int, default=20)
   parser.add_argument('--joint', action='store_true',
                       help='Use the joint-network agents (PPOJoint, ...).')
+  parser.add_argument('--target', type=float, default=None,
+                      help='Solved at this greedy return (default: 475 for '
+                      'PPO, 195 for A2C and AWR); 500 is the maximum.')
   parser.add_argument('--json', default=None, help='Write results here.')
   args = parser.parse_args(argv)
+  if args.target is not None:
+    TARGETS.update({algo: args.target for algo in TARGETS})
   print(f'Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python '
         f'{platform.python_version()}', flush=True)
   results = []

@@ -174,6 +174,13 @@ def test_dqn_targets_are_one_step_bootstrapped_returns():
     expected = reward if reward else reward + gamma * q_next.max()
     np.testing.assert_allclose(targets[b, 0], expected, rtol=1e-5,
                                atol=1e-6)
+  # The step that ends an episode is trained on too (its target is its
+  # reward, 1, with nothing bootstrapped); without it no state would learn
+  # that episodes end.
+  terminal = [float(t[b, 0]) for (o, a, t, _), _ in zip(
+      agent.value_batches_stream(), range(20)) for b in range(len(t))
+              if np.argmax(o[b, 0]) == 2 and a[b, 0] == 1]
+  assert terminal and all(t == 1.0 for t in terminal)
   agent.run(2)
   assert agent.current_epoch == 2
   loss = agent._value_trainer.history.get('train', 'metrics/value_loss')  # pylint: disable=protected-access

@@ -808,9 +808,14 @@ class DQN(ValueAgent):
 
   def value_batches_stream(self):
     """Batches `(observations, actions, scaled n-step returns, mask)`."""
+    # Margin 1 keeps each trajectory's last observation, so the step that
+    # ends an episode starts a slice and is trained on (target: its
+    # reward). Without it that step only ever ends a slice, no state learns
+    # that the episode ends, and on CartPole every Q-value drifts to the
+    # same 1 / (1 - gamma).
     for batch in self._task.trajectory_batch_stream(
         self._value_batch_size, max_slice_length=self._max_slice_length,
-        min_slice_length=1, margin=0, epochs=self._replay_epochs):
+        min_slice_length=1, margin=1, epochs=self._replay_epochs):
       target_values = self._run_value_model(batch.observation,
                                             use_eval_model=True)
       if self._double_dqn:
