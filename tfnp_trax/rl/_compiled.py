@@ -1,14 +1,20 @@
 """Compiled forward passes of a model: collection, inference and metrics.
 
-Each function is traced once per input shape; the weights are passed in as
-tensors, so updating them never retraces.
+Each function is traced once per input shape. `Forward` and
+`PolicySampler`, called once per environment step, hold the weights in
+`tf.Variable`s that the compiled function reads: `set_weights` assigns
+them, so new weights never retrace, and a call passes only the
+observations, not the whole weight tree (matching the tree's structure to
+the traced signature cost most of a millisecond per call).
 """
+
+import tensorflow as tf
 
 from tfnp_trax import fastmath
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.supervised.loop import evals as evals_lib
 
-__all__ = ['Forward', 'PolicySampler', 'Metrics', 'as_tensors']
+__all__ = ['Forward', 'PolicySampler', 'Metrics', 'HeldTree', 'as_tensors']
 
 
 def as_tensors(tree):
@@ -20,23 +26,60 @@ def _head(outputs, index):
   return outputs if index is None else outputs[index]
 
 
+class HeldTree:
+  """A tree of arrays held in tf.Variables, read inside compiled calls."""
+
+  def __init__(self):
+    self._template = None
+    self._variables = None
+
+  def assign(self, tree):
+    """Holds `tree`: new variables the first time, assigned afterwards.
+
+    Raises:
+      ValueError: if `tree` has other leaves than the first one held (the
+        compiled functions read the first variables).
+    """
+    leaves = fastmath.tree_flatten(tree)
+    if self._variables is not None and len(leaves) != len(self._variables):
+      raise ValueError(
+          f'HeldTree: the tree now has {len(leaves)} leaves, the one held '
+          f'had {len(self._variables)}; weights keep their structure.')
+    if self._variables is None:
+      self._template = tree
+      self._variables = [
+          None if x is None else tf.Variable(x, trainable=False)
+          for x in leaves]
+      return
+    for variable, x in zip(self._variables, leaves):
+      if variable is not None:
+        variable.assign(x)
+
+  def read(self):
+    """The tree of the variables' values (inside the compiled function)."""
+    leaves = [None if v is None else jnp.asarray(v.value())
+              for v in self._variables]
+    return fastmath.tree_unflatten(leaves, self._template)[0]
+
+
 class Forward:
   """`x -> model(x)[head]` under `fastmath.jit`, with settable weights."""
 
   def __init__(self, model, head=None, jit_compile=True):
     self._model = model
+    self._held = HeldTree()
+    rng = fastmath.random.get_prng(0)
 
-    def apply(x, weights, state, rng):
+    def apply(x):
+      weights, state = self._held.read()
       return _head(model.pure_fn(x, weights, state, rng)[0], head)
     self._apply = fastmath.jit(apply, jit_compile=jit_compile)
-    self._weights = self._state = None
-    self._rng = fastmath.random.get_prng(0)
 
   def set_weights(self, weights, state):
-    self._weights, self._state = as_tensors(weights), as_tensors(state)
+    self._held.assign((weights, state))
 
   def __call__(self, x):
-    return self._apply(jnp.asarray(x), self._weights, self._state, self._rng)
+    return self._apply(jnp.asarray(x))
 
 
 class PolicySampler:
@@ -49,29 +92,31 @@ class PolicySampler:
 
   def __init__(self, model, distribution, temperature=1.0, head=None,
                jit_compile=True):
-    def step(obs, weights, state, key, counter):
-      key = fastmath.random.fold_in(key, counter)
+    self._held = HeldTree()
+    # The key and a call counter live in variables too; each call folds the
+    # counter into the key and advances it, all inside the graph.
+    self._key = tf.Variable(fastmath.random.get_prng(0), trainable=False)
+    self._counter = tf.Variable(0, dtype=tf.int32, trainable=False)
+
+    def step(obs):
+      weights, state = self._held.read()
+      key = fastmath.random.fold_in(jnp.asarray(self._key.value()),
+                                    jnp.asarray(self._counter.value()))
+      self._counter.assign_add(1)
       dist_inputs = _head(model.pure_fn(obs, weights, state, key)[0], head)
       actions = distribution.sample(dist_inputs, temperature, key=key)
       return actions, dist_inputs
     self._step = fastmath.jit(step, jit_compile=jit_compile)
-    self._weights = self._state = None
-    self._key = fastmath.random.get_prng(0)
-    self._counter = 0
 
   def set_weights(self, weights, state):
-    self._weights, self._state = as_tensors(weights), as_tensors(state)
+    self._held.assign((weights, state))
 
   def set_key(self, key):
-    self._key = jnp.asarray(key)
-    self._counter = 0
+    self._key.assign(jnp.asarray(key))
+    self._counter.assign(0)
 
   def __call__(self, observations):
-    counter = jnp.asarray(self._counter, dtype=jnp.int32)
-    self._counter += 1
-    actions, dist_inputs = self._step(jnp.asarray(observations),
-                                      self._weights, self._state, self._key,
-                                      counter)
+    actions, dist_inputs = self._step(jnp.asarray(observations))
     return actions.numpy(), dist_inputs.numpy()
 
 

@@ -40,6 +40,7 @@ from tfnp_trax import optimizers
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.layers import weight_files
+from tfnp_trax.rl import _compiled
 from tfnp_trax.rl import advantages
 from tfnp_trax.rl import distributions
 from tfnp_trax.rl import policy_tasks
@@ -56,17 +57,22 @@ __all__ = ['Agent', 'PolicyAgent', 'remaining_evals', 'LoopPolicyAgent',
 class _Network:
   """Runs a layer's forward pass compiled, keeping its state up to date.
 
-  One trace per input shape; weights and state go in as arguments, so new
-  weights never retrace. The layer's state is replaced by the new state
+  One trace per input shape. The weights and state are held in variables
+  the compiled function reads (`_compiled.HeldTree`), assigned only when
+  a call brings other leaf objects than the last one, so a step's call passes
+  just the observations. The layer's state is replaced by the new state
   after each call, as calling the layer itself would (collect-mode layers
   such as `normalization.Normalize` update statistics this way).
   """
 
   def __init__(self, model):
     self.model = model
+    self._weights = _compiled.HeldTree()
+    self._state = _compiled.HeldTree()
+    self._held = (None, None)  # Leaves last assigned (kept alive).
 
-    def apply(x, weights, state, rng):
-      return model.pure_fn(x, weights, state, rng)
+    def apply(x, rng):
+      return model.pure_fn(x, self._weights.read(), self._state.read(), rng)
     self._apply = fastmath.jit(apply, jit_compile=False)
 
   def __call__(self, x, weights=None, state=None):
@@ -74,11 +80,23 @@ class _Network:
     own_state = state is None
     weights = self.model.weights if weights is None else weights
     state = self.model.state if own_state else state
-    outputs, new_state = self._apply(jnp.asarray(x), weights, state,
-                                     self.model.rng)
+    # Leaves, not trees, are compared: a tree changed in place still has
+    # new leaves.
+    leaves = (fastmath.tree_flatten(weights), fastmath.tree_flatten(state))
+    if not _same_objects(leaves[0], self._held[0]):
+      self._weights.assign(weights)
+    if not _same_objects(leaves[1], self._held[1]):
+      self._state.assign(state)
+    self._held = leaves
+    outputs, new_state = self._apply(jnp.asarray(x), self.model.rng)
     if own_state:
       self.model.state = new_state
     return outputs
+
+
+def _same_objects(xs, ys):
+  return ys is not None and len(xs) == len(ys) and all(
+      x is y for x, y in zip(xs, ys))
 
 
 def _network(model):
