@@ -10,6 +10,8 @@ compilation and evaluation.
 
 Usage:
   python -m bench.rl.cartpole                      # all three, seeds 0-2
+  python -m bench.rl.cartpole --algos ppo --env Pendulum-v1 --target -250 \
+      --max_steps 500000
   python -m bench.rl.cartpole --algos ppo --seeds 0
 """
 
@@ -26,12 +28,13 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 TARGETS = {'ppo': 475.0, 'a2c': 195.0, 'awr': 195.0}
 
 
-def run_one(algo, seed, max_steps, eval_every, eval_episodes, joint=False):
+def run_one(algo, seed, max_steps, eval_every, eval_episodes, joint=False,
+            env='CartPole-v1'):
   """Trains one agent until solved or `max_steps`; returns a result dict."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   from tfnp_trax.rl import presets  # pylint: disable=g-import-not-at-top
   start = time.time()
-  agent = presets.make_agent(algo, 'CartPole-v1', joint=joint,
+  agent = presets.make_agent(algo, env, joint=joint,
                              random_seed=seed)
   epochs_per_eval = max(1, eval_every // agent.n_interactions_per_epoch)
   curve = []
@@ -68,6 +71,9 @@ def main(argv=None):
   parser.add_argument('--eval_episodes', type=int, default=20)
   parser.add_argument('--joint', action='store_true',
                       help='Use the joint-network agents (PPOJoint, ...).')
+  parser.add_argument('--env', default='CartPole-v1',
+                      help="CartPole-v1 or Pendulum-v1 (give --target, "
+                      "e.g. -250)")
   parser.add_argument('--target', type=float, default=None,
                       help='Solved at this greedy return (default: 475 for '
                       'PPO, 195 for A2C and AWR); 500 is the maximum.')
@@ -81,7 +87,7 @@ def main(argv=None):
   for algo in args.algos.split(','):
     for seed in (int(s) for s in args.seeds.split(',')):
       results.append(run_one(algo, seed, args.max_steps, args.eval_every,
-                             args.eval_episodes, args.joint))
+                             args.eval_episodes, args.joint, args.env))
   print('\nalgo        seed  solved  env_steps  wall_s  eval_return')
   for r in results:
     print(f'{r["algo"]:10s}  {r["seed"]:4d}  {str(r["solved"]):6s}  '

@@ -35,19 +35,19 @@ def make_agent(seed, interactions_per_epoch):
   np.random.seed(seed)
   task = task_lib.RLTask('CartPole-v1', initial_trajectories=0, gamma=0.99,
                          max_steps=500, seed=seed)
-  body = lambda mode: tl.Serial(tl.Dense(64), tl.Relu(), tl.Dense(64),
+  body = lambda mode: tl.Serial(tl.Dense(256), tl.Relu(), tl.Dense(256),
                                 tl.Relu())
   return training.DQN(
       task, value_body=body, value_optimizer=optimizers.Adam,
       value_lr_schedule=lambda: lr_schedules.multifactor(
-          constant=1e-3, factors='constant'),
-      value_batch_size=64, value_train_steps_per_epoch=100,
-      n_interactions_per_epoch=interactions_per_epoch, n_replay_epochs=100,
+          constant=2.3e-3, factors='constant'),
+      value_batch_size=64, value_train_steps_per_epoch=128,
+      n_interactions_per_epoch=interactions_per_epoch, n_replay_epochs=400,
       max_slice_length=2, advantage_estimator=advantages.td_k,
-      double_dqn=True, scale_value_targets=False, sync_freq=100,
+      double_dqn=True, scale_value_targets=False, sync_freq=128,
       exploration_rate=functools.partial(
           lr_schedules.multifactor, factors='constant * decay_every',
-          constant=1.0, decay_factor=0.95, steps_per_decay=1, minimum=0.02))
+          constant=1.0, decay_factor=0.9, steps_per_decay=1, minimum=0.04))
 
 
 def run_one(seed, max_steps, eval_every, eval_episodes, target,
@@ -82,7 +82,7 @@ def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--seeds', default='0,1,2')
   parser.add_argument('--max_steps', type=int, default=100_000)
-  parser.add_argument('--interactions_per_epoch', type=int, default=500)
+  parser.add_argument('--interactions_per_epoch', type=int, default=256)
   parser.add_argument('--eval_every', type=int, default=10,
                       help='Epochs between evaluations.')
   parser.add_argument('--eval_episodes', type=int, default=10)
