@@ -175,7 +175,8 @@ def test_batch_norm_names_axes_outside_the_input():
 
 def test_batch_norm_rejects_unknown_mode():
   with pytest.raises(ValueError, match=r"BatchNorm: mode must be one of "
-                     r"\('train', 'eval', 'predict'\), got 'test'"):
+                     r"\('train', 'eval', 'predict', 'collect'\), "
+                     r"got 'test'"):
     tl.BatchNorm(mode='test')
 
 

@@ -17,7 +17,6 @@ CONFIGS = pathlib.Path(__file__).parent.parent / 'testdata' / 'trax_rl_configs'
 # Configs that use a Trax name tfnp_trax does not have yet, and that name.
 NEEDS = {
     'light_atari.gin': 'trax.rl.SamplingAWR',
-    'light_copy.gin': 'trax.rl.every',
     'light_lunarlander.gin': 'trax.rl.SamplingAWR',
     'light_mujoco.gin': 'trax.rl.SamplingAWR',
     'light_mujoco_regression_test.gin': 'trax.rl.SamplingAWR',
@@ -90,6 +89,42 @@ def test_config_trains_and_resumes(tmp_path, config, bindings):
                          out) == 0
   record = weight_files.unpickle_from_file(os.path.join(out, 'rl.pkl'))
   assert record['epoch'] == 3 and len(record['avg_returns']) == 3
+
+
+# light_copy.gin's LoopAWR settings, cut short: 2 epochs of 3 value and 3
+# policy steps on batches of 8, 10 initial episodes, 20 steps collected.
+_SHORT_LOOP_AWR = [
+    'train_rl.light_rl_trainer = @trax.rl.LoopAWR', 'train_rl.n_epochs = 2',
+    'RLTask.initial_trajectories = 10', 'train_steps = 3', 'batch_size = 8',
+    'LoopAWR.n_interactions_per_epoch = 20', 'LoopAWR.n_eval_episodes = 1',
+]
+
+
+def test_light_copy_trains_loop_awr(tmp_path):
+  # Its TransformerDecoder body is built in mode 'collect' for collection.
+  out = str(tmp_path / 'run')
+  assert _run_in_process('light_copy.gin', _SHORT_LOOP_AWR, out) == 0
+  record = weight_files.unpickle_from_file(os.path.join(out, 'rl.pkl'))
+  assert record['epoch'] == 2 and len(record['avg_returns']) == 2
+  assert os.path.isdir(os.path.join(out, 'model'))
+
+
+def test_collect_mode_acts_as_eval():
+  """RL agents build collection models in mode 'collect', as in Trax."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import models  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import shapes  # pylint: disable=g-import-not-at-top
+  kwargs = dict(vocab_size=8, d_model=8, d_ff=8, n_layers=1, n_heads=1,
+                dropout=0.5)
+  evaluated = models.TransformerDecoder(mode='eval', **kwargs)
+  collecting = models.TransformerDecoder(mode='collect', **kwargs)
+  x = np.arange(6, dtype=np.int32).reshape(2, 3) + 1
+  evaluated.init(shapes.signature(x))
+  collecting.init(shapes.signature(x))
+  collecting.weights = evaluated.weights
+  # Dropout is off in both: the outputs agree.
+  np.testing.assert_allclose(np.asarray(collecting(x)),
+                             np.asarray(evaluated(x)), rtol=1e-6)
 
 
 def test_the_module_runs_and_bad_configs_are_usage_errors(tmp_path):

@@ -11,9 +11,6 @@ import importlib
 
 import pytest
 
-_LOOP = ('Loop-based agents (supervised.training.Loop with policy and value '
-         'tasks) are not implemented; the agents here train with '
-         'supervised.Trainer directly')
 _ONLINE_TUNE = 'online hyperparameter tuning envs are not implemented'
 
 # module (relative to trax.rl; '' is the package) -> implemented names and
@@ -22,9 +19,8 @@ TRAX_RL = {
     '': {
         'implemented': ['A2C', 'AWR', 'PPO', 'A2CJoint', 'AWRJoint',
                         'PPOJoint', 'TimeSeriesModel', 'PolicyGradient',
-                        'ExpertIteration', 'DQN', 'configure_rl'],
+                        'ExpertIteration', 'DQN', 'configure_rl', 'LoopAWR'],
         'missing': {
-            'LoopAWR': _LOOP,
             'SamplingAWR': 'the Q-value (sampled actions) AWR agent is not '
                            'implemented; its loss SamplingAWRLoss is',
         },
@@ -32,16 +28,14 @@ TRAX_RL = {
     'actor_critic': {
         'implemented': ['ActorCriticAgent', 'A2C', 'PPO', 'AWR', 'AWRLoss',
                         'SamplingAWRLoss', 'awr_weights', 'awr_metrics',
-                        'awr_weight_stat'],
+                        'awr_weight_stat', 'LoopActorCriticAgent', 'LoopAWR',
+                        'every'],
         'missing': {
             'AdvantageBasedActorCriticAgent': 'ActorCriticAgent computes '
                                               'advantages itself; no '
                                               'separate base class',
-            'LoopActorCriticAgent': _LOOP,
-            'LoopAWR': _LOOP,
             'SamplingAWR': 'the Q-value (sampled actions) AWR agent is not '
                            'implemented',
-            'every': 'a gin helper for the *_at schedules of Loop agents',
         },
     },
     'actor_critic_joint': {
@@ -146,6 +140,7 @@ DEFINED_IN = {
     ('actor_critic', 'awr_weights'): 'awr',
     ('actor_critic', 'awr_metrics'): 'awr',
     ('actor_critic', 'awr_weight_stat'): 'awr',
+    ('', 'LoopAWR'): 'actor_critic',
     ('', 'A2C'): 'actor_critic',
     ('', 'AWR'): 'actor_critic',
     ('', 'PPO'): 'actor_critic',

@@ -21,7 +21,9 @@ __all__ = ['MODES', 'check_mode', 'check_dropout', 'stats_dtype',
            'split_into_heads_fn', 'merge_heads_fn', 'SplitIntoHeads',
            'MergeHeads']
 
-MODES = ('train', 'eval', 'predict', 'viz')
+# 'collect' is the mode RL agents build their data-collecting models in;
+# it acts as 'eval' (no dropout, no statistics updates), as in Trax.
+MODES = ('train', 'eval', 'predict', 'viz', 'collect')
 
 # Added to masked-out logits; large enough that exp() underflows to zero.
 _MASK_VALUE = -1e9

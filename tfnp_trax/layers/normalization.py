@@ -15,7 +15,9 @@ from tfnp_trax.layers import core
 
 __all__ = ['LayerNorm', 'BatchNorm', 'FilterResponseNorm']
 
-_MODES = ('train', 'eval', 'predict')
+# 'collect' is the mode RL agents build their data-collecting models in;
+# it acts as 'eval' (no dropout, no statistics updates), as in Trax.
+_MODES = ('train', 'eval', 'predict', 'collect')
 
 
 def _stats_dtype(x):

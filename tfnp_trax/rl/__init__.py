@@ -22,6 +22,7 @@ from tfnp_trax.rl import vector_task
 from tfnp_trax.rl.actor_critic import A2C
 from tfnp_trax.rl.actor_critic import ActorCriticAgent
 from tfnp_trax.rl.actor_critic import AWR
+from tfnp_trax.rl.actor_critic import LoopAWR
 from tfnp_trax.rl.actor_critic import PPO
 from tfnp_trax.rl.actor_critic_joint import A2CJoint
 from tfnp_trax.rl.actor_critic_joint import ActorCriticJointAgent
@@ -56,7 +57,7 @@ def configure_rl(*args, **kwargs):
 __all__ = [
     'advantages', 'awr', 'distributions', 'envs', 'losses', 'normalization',
     'policy_metrics', 'policy_tasks', 'value_tasks', 'rl_layers', 'serialization_utils', 'space_serializer',
-    'value_aggregation', 'A2C', 'ActorCriticAgent', 'AWR', 'PPO',
+    'value_aggregation', 'A2C', 'ActorCriticAgent', 'AWR', 'LoopAWR', 'PPO',
     'A2CJoint', 'ActorCriticJointAgent', 'AWRJoint', 'PPOJoint',
     'Categorical', 'Gaussian', 'create_distribution', 'TimeSeriesModel',
     'task', 'training', 'vector_agent', 'vector_task', 'RLTask',

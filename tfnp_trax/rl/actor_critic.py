@@ -1,23 +1,44 @@
-"""Actor-critic agents with separate policy and value networks.
+"""Actor-critic agents: lock-step ones, and Trax's Loop-based ones.
 
-Each epoch: collect, compute values with the value network, estimate
-advantages (by default TD(lambda)), train the value network towards
-`values + advantages`, then train the policy with the algorithm's loss.
+Two families live here.
+
+* `ActorCriticAgent` and its algorithms `PPO`, `A2C` and `AWR`: this
+  library's fast agents on `vector_agent.VectorAgent`, with separate policy
+  and value networks. Each epoch: collect, compute values with the value
+  network, estimate advantages (by default TD(lambda)), train the value
+  network towards `values + advantages`, then train the policy with the
+  algorithm's loss.
+* `LoopActorCriticAgent` and `LoopAWR`, with Trax's signatures: trajectory
+  agents (`training.Agent` on a `task.RLTask`) whose one network has a
+  policy head and a value head (e.g. `models.PolicyAndValue`) and is
+  trained by one `supervised.training.Loop` with two train tasks: each
+  epoch runs `value_n_steps_per_epoch` steps of `value_tasks.ValueTrainTask`
+  and then `policy_n_steps_per_epoch` steps of
+  `policy_tasks.PolicyTrainTask`, whose log-likelihood weights are
+  `policy_weight_fn(normalized advantages)`. `every(n)` makes the
+  `step -> bool` schedules (`value_sync_at`, `network_eval_at`) of configs.
 """
 
 import collections
+import functools
+import os
 
 import numpy as onp
 
 from tfnp_trax import layers as tl
+from tfnp_trax import optimizers
 from tfnp_trax import shapes
 from tfnp_trax.fastmath import numpy as jnp
 from tfnp_trax.rl import _compiled
 from tfnp_trax.rl import _nets
 from tfnp_trax.rl import _rollouts
 from tfnp_trax.rl import advantages as advantages_lib
+from tfnp_trax.rl import distributions
 from tfnp_trax.rl import losses
 from tfnp_trax.rl import policy_metrics
+from tfnp_trax.rl import policy_tasks
+from tfnp_trax.rl import training as rl_training
+from tfnp_trax.rl import value_tasks
 from tfnp_trax.rl import vector_agent
 # Trax defines the AWR loss layers and weight helpers in actor_critic; they
 # live in rl.awr here and are re-exported so Trax's import paths work.
@@ -26,9 +47,12 @@ from tfnp_trax.rl.awr import SamplingAWRLoss
 from tfnp_trax.rl.awr import awr_metrics
 from tfnp_trax.rl.awr import awr_weight_stat
 from tfnp_trax.rl.awr import awr_weights
+from tfnp_trax.supervised import lr_schedules as lr
+from tfnp_trax.supervised import training as supervised_training
 
 __all__ = ['ActorCriticAgent', 'PPO', 'A2C', 'AWR', 'AWRLoss',
-           'SamplingAWRLoss', 'awr_metrics', 'awr_weight_stat', 'awr_weights']
+           'SamplingAWRLoss', 'awr_metrics', 'awr_weight_stat', 'awr_weights',
+           'every', 'LoopActorCriticAgent', 'LoopAWR']
 
 
 class ActorCriticAgent(vector_agent.VectorAgent):
@@ -254,3 +278,225 @@ class AWR(ActorCriticAgent):
     return policy_metrics.awr_policy_metrics(
         self._beta, self._thresholds, self._advantage_normalization,
         self._advantage_normalization_epsilon)
+
+
+# -- Loop-based actor-critic agents (Trax's signatures) -----------------------
+
+
+def every(n_steps):
+  """A schedule `step -> bool` that is true at the multiples of `n_steps`.
+
+  For the `*_at` arguments of Loop agents, e.g. `value_sync_at` (in a gin
+  config: `LoopAWR.value_sync_at = @value_sync_at/trax.rl.every()` with
+  `value_sync_at/every.n_steps = 100`).
+
+  Example:
+    >>> at = every(3)
+    >>> [step for step in range(8) if at(step)]
+    [0, 3, 6]
+
+  Raises:
+    ValueError: if `n_steps` is not positive.
+  """
+  if not n_steps > 0:
+    raise ValueError(f'every: n_steps must be positive (a number of steps), '
+                     f'got {n_steps!r}.')
+
+  def at_multiples(step):
+    return step % n_steps == 0
+  return at_multiples
+
+
+def _every_100_steps(step):
+  return step % 100 == 0
+
+
+def _identity(x):
+  return x
+
+
+class LoopActorCriticAgent(rl_training.Agent):
+  """An actor-critic whose policy-and-value network one `Loop` trains.
+
+  The network (`model_fn`) maps observations to `(dist_inputs, values)`,
+  like `models.PolicyAndValue`. One `supervised.training.Loop` trains it
+  with two tasks on the same stream of trajectory slices from the last
+  `n_replay_epochs` epochs: a `value_tasks.ValueTrainTask` (targets from a
+  target network that copies the trained one at `value_sync_at` and at
+  epoch boundaries, scaled by `1 - gamma`) and a
+  `policy_tasks.PolicyTrainTask` (baseline: the target network's values;
+  weights: `policy_weight_fn` of the normalized advantages). Each epoch
+  runs `value_n_steps_per_epoch + policy_n_steps_per_epoch` Loop steps,
+  value steps first: Loop step `s` (1-based) trains the value head when
+  `s % n < value_n_steps_per_epoch`, for `n` steps per epoch, else the
+  policy head. The Loop checkpoints at each epoch's last step, under
+  `<output_dir>/model`.
+
+  Subclasses set `on_policy` (on-policy algorithms replay only the last
+  epoch) and pick `policy_weight_fn`.
+
+  Args:
+    task: the `task.RLTask` to play in.
+    model_fn: function `(policy_distribution, mode) -> layer` with outputs
+      `(dist_inputs, values)`.
+    optimizer: the optimizer class; the policy and the value task each get
+      an instance.
+    policy_lr_schedule: function returning the policy task's schedule.
+    policy_n_steps_per_epoch: policy Loop steps per epoch.
+    policy_weight_fn: maps the normalized advantages to log-likelihood
+      weights, elementwise.
+    value_lr_schedule: function returning the value task's schedule.
+    value_n_steps_per_epoch: value Loop steps per epoch (at least 1).
+    value_sync_at: function step -> bool (the value task's batch count):
+      when the target network copies the trained one.
+    advantage_estimator: a factory from `rl.advantages`, called with
+      `gamma` and `margin=margin`.
+    batch_size: slices per training batch.
+    network_eval_at: function step -> bool: when the Loop runs its eval
+      tasks (None: the Loop's default, step 1 and every 100 steps).
+    n_eval_batches: batches per Loop evaluation.
+    max_slice_length: the length of the slices trained on, and of the
+      history the policy sees.
+    margin: look-ahead steps added to each slice for the advantages.
+    n_replay_epochs: how many of the last epochs to train on.
+    **kwargs: arguments of `training.Agent` (n_trajectories_per_epoch,
+      n_eval_episodes, output_dir, ...).
+
+  Raises:
+    TypeError: for a class that does not set `on_policy`.
+    ValueError: for an on-policy agent with `n_replay_epochs != 1`, for
+      `value_n_steps_per_epoch < 1`, or when a resumed Loop's step does
+      not match the resumed epoch (an `rl.pkl` out of step with the model
+      checkpoint).
+  """
+
+  on_policy = None
+
+  def __init__(self, task, model_fn, optimizer=optimizers.Adam,
+               policy_lr_schedule=lr.multifactor,
+               policy_n_steps_per_epoch=1000, policy_weight_fn=_identity,
+               value_lr_schedule=lr.multifactor,
+               value_n_steps_per_epoch=1000, value_sync_at=_every_100_steps,
+               advantage_estimator=advantages_lib.monte_carlo,
+               batch_size=64, network_eval_at=None, n_eval_batches=1,
+               max_slice_length=1, margin=0, n_replay_epochs=1, **kwargs):
+    name = type(self).__name__
+    if self.on_policy is None:
+      raise TypeError(f'{name}: set the class attribute on_policy (True or '
+                      f'False); LoopActorCriticAgent is a base class, e.g. '
+                      f'of LoopAWR.')
+    if self.on_policy and n_replay_epochs != 1:
+      raise ValueError(f'{name} is on-policy: n_replay_epochs must be 1, got '
+                       f'{n_replay_epochs}.')
+    if value_n_steps_per_epoch < 1 or policy_n_steps_per_epoch < 0:
+      raise ValueError(
+          f'{name}: value_n_steps_per_epoch must be at least 1 and '
+          f'policy_n_steps_per_epoch at least 0, got '
+          f'{value_n_steps_per_epoch} and {policy_n_steps_per_epoch}.')
+    super().__init__(task, **kwargs)
+    self._max_slice_length = max_slice_length
+    self._policy_dist = distributions.create_distribution(task.action_space)
+    model_fn = functools.partial(model_fn,
+                                 policy_distribution=self._policy_dist)
+    train_model, eval_model = model_fn(mode='train'), model_fn(mode='eval')
+
+    task.set_n_replay_epochs(n_replay_epochs)
+    # The margin's extra steps serve only as look-ahead for the estimator.
+    batches = task.trajectory_batch_stream(
+        batch_size, epochs=[-(ep + 1) for ep in range(n_replay_epochs)],
+        min_slice_length=1 + margin,
+        max_slice_length=max_slice_length + margin, margin=margin)
+    estimator = advantage_estimator(task.gamma, margin=margin)
+
+    def value_sync(step):
+      # Also at each epoch's last value batch and the next epoch's first.
+      return (value_sync_at(step) or
+              step % value_n_steps_per_epoch in (0, 1))
+
+    value_head = tl.Select([1])
+    value_train_task = value_tasks.ValueTrainTask(
+        batches, optimizer(), value_lr_schedule(),
+        advantage_estimator=estimator, model=train_model,
+        target_model=eval_model, target_scale=1 - task.gamma,
+        sync_at=value_sync, head_selector=value_head)
+    value_eval_task = value_tasks.ValueEvalTask(
+        value_train_task, n_eval_batches, value_head)
+    policy_head = tl.Select([0], n_in=2)
+    policy_train_task = policy_tasks.PolicyTrainTask(
+        batches, optimizer(), policy_lr_schedule(), self._policy_dist,
+        advantage_estimator=estimator, value_fn=value_train_task.value,
+        weight_fn=policy_weight_fn, head_selector=policy_head)
+    policy_eval_task = policy_tasks.PolicyEvalTask(
+        policy_train_task, n_eval_batches, policy_head)
+    self._policy_train_task = policy_train_task
+    self._value_train_task = value_train_task
+
+    steps_per_epoch = policy_n_steps_per_epoch + value_n_steps_per_epoch
+    self._n_train_steps_per_epoch = steps_per_epoch
+
+    def which_task(step):
+      # Task 0 is the policy's, task 1 the value's.
+      return 1 if step % steps_per_epoch < value_n_steps_per_epoch else 0
+
+    model_dir = (None if self._output_dir is None else
+                 os.path.join(self._output_dir, 'model'))
+    self._loop = supervised_training.Loop(
+        model=train_model, tasks=[policy_train_task, value_train_task],
+        eval_model=eval_model, eval_tasks=[policy_eval_task, value_eval_task],
+        output_dir=model_dir, eval_at=network_eval_at,
+        checkpoint_at=lambda step: step % steps_per_epoch == 0,
+        which_task=which_task)
+    if self._loop.step != self._epoch * steps_per_epoch:
+      raise ValueError(
+          f'The number of Loop steps must equal the number of Agent epochs '
+          f'times the number of steps per epoch, got {self._loop.step}, '
+          f'{self._epoch} and {steps_per_epoch}.')
+    self._collect_model = model_fn(mode='collect')
+    self._collect_model.init(shapes.signature(policy_train_task.sample_batch))
+
+  @property
+  def loop(self):
+    """The Loop that trains the network."""
+    return self._loop
+
+  def policy(self, trajectory, temperature=1.0):
+    """`(action, dist_inputs)` from the policy head, on the last steps."""
+    piece = trajectory.suffix(self._max_slice_length)
+    return rl_training.network_policy(
+        collect_model=self._collect_model,
+        policy_distribution=self._policy_dist, loop=self._loop,
+        trajectory_np=piece.to_np(timestep_to_np=self.task.timestep_to_np),
+        head_index=0, temperature=temperature)
+
+  def train_epoch(self):
+    # Statistics gathered while collecting go to the trained model.
+    self._loop.update_weights_and_state(state=self._collect_model.state)
+    self._loop.run(n_steps=self._n_train_steps_per_epoch)
+
+
+class LoopAWR(LoopActorCriticAgent):
+  """Advantage Weighted Regression (Peng et al., 2019) on a `Loop`.
+
+  Off-policy: the policy regresses onto the replayed actions, each
+  weighted by `min(exp(a / beta), w_max)` for its normalized advantage `a`.
+
+  Args:
+    task: the `task.RLTask` to play in.
+    model_fn: function `(policy_distribution, mode) -> layer` with outputs
+      `(dist_inputs, values)`, e.g. `models.PolicyAndValue`.
+    beta: the temperature of the weights.
+    w_max: the largest weight.
+    **kwargs: arguments of `LoopActorCriticAgent`, except
+      `policy_weight_fn`.
+  """
+
+  on_policy = False
+
+  def __init__(self, task, model_fn, beta=1.0, w_max=20, **kwargs):
+    self._beta = beta
+    self._w_max = w_max
+    super().__init__(task, model_fn, policy_weight_fn=self._awr_weight,
+                     **kwargs)
+
+  def _awr_weight(self, advantages):
+    return jnp.minimum(jnp.exp(advantages / self._beta), self._w_max)

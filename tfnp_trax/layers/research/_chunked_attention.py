@@ -15,7 +15,9 @@ from tfnp_trax.layers.research import _per_head_weights as phw
 
 __all__ = ['SelfAttention', 'check_mode', 'predict_defaults']
 
-_MODES = ('train', 'eval', 'predict', 'viz')
+# 'collect' is the mode RL agents build their data-collecting models in;
+# it acts as 'eval' (no dropout, no statistics updates), as in Trax.
+_MODES = ('train', 'eval', 'predict', 'viz', 'collect')
 
 
 def _split2(rng):
