@@ -6,6 +6,9 @@ import os
 import numpy as np
 import pytest
 
+from tests.rl._envs import Box
+from tests.rl._envs import Chain
+from tests.rl._envs import Discrete
 from tfnp_trax import layers as tl
 from tfnp_trax import models
 from tfnp_trax.layers import weight_files
@@ -13,39 +16,6 @@ from tfnp_trax.rl import actor_critic
 from tfnp_trax.rl import task as task_lib
 from tfnp_trax.supervised import lr_schedules
 from tfnp_trax.supervised import training as supervised_training
-
-
-class Discrete:
-
-  def __init__(self, n):
-    self.n, self.shape = n, ()
-    self.dtype = np.int64
-
-  def sample(self):
-    return np.random.randint(self.n)
-
-
-class Box:
-
-  def __init__(self, shape):
-    self.shape, self.low, self.high = shape, -1.0, 1.0
-    self.dtype = np.float32
-
-
-class Chain:
-  """Old gym API. Observation one-hot of the position (0..3); action 1
-  moves right, 0 stays; reaching 3 ends the episode with reward 1."""
-  observation_space = Box((4,))
-  action_space = Discrete(2)
-
-  def reset(self):
-    self.pos = 0
-    return np.eye(4, dtype=np.float32)[0]
-
-  def step(self, action):
-    self.pos = min(3, self.pos + int(action))
-    done = self.pos == 3
-    return (np.eye(4, dtype=np.float32)[self.pos], float(done), done, {})
 
 
 class Bandit:

@@ -6,26 +6,12 @@ import os
 import numpy as np
 import pytest
 
+from tests.rl._envs import Box
+from tests.rl._envs import Discrete
 from tfnp_trax.layers import weight_files
 from tfnp_trax.rl import _env_api
 from tfnp_trax.rl import task as task_lib
 from tfnp_trax.rl import vector_task
-
-
-class Discrete:
-
-  def __init__(self, n):
-    self.n, self.shape = n, ()
-
-  def sample(self):
-    return 0
-
-
-class Box:
-
-  def __init__(self, shape):
-    self.shape, self.low, self.high = shape, -1.0, 1.0
-    self.dtype = np.float32
 
 
 class CountingEnv:
@@ -34,7 +20,7 @@ class CountingEnv:
   Ends by itself after `length` steps; `discount_mask` is 0 on odd steps.
   """
   observation_space = Box((1,))
-  action_space = Discrete(2)
+  action_space = Discrete(2, first=True)
 
   def __init__(self, length=None):
     self.length = length

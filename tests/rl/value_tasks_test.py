@@ -7,6 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
+from tests.rl._envs import Box
+from tests.rl._envs import Discrete
 from tfnp_trax import layers as tl
 from tfnp_trax import optimizers
 from tfnp_trax import shapes
@@ -218,29 +220,13 @@ def test_eval_task_metric_names_and_values():
 
 
 # -- End to end: an RLTask stream, trained by Loop ------------------------------
-class Discrete:
-
-  def __init__(self, n):
-    self.n, self.shape = n, ()
-
-  def sample(self):
-    return 0
-
-
-class Box:
-
-  def __init__(self, shape):
-    self.shape, self.low, self.high = shape, 0.0, 1.0
-    self.dtype = np.float32
-
-
 class ThreeStepEnv:
   """Episodes of 3 steps with reward 1 each; the observation is one-hot t.
 
   With gamma 0.5 the returns are fixed: 1.75, 1.5 and 1 at steps 0, 1, 2.
   """
-  observation_space = Box((3,))
-  action_space = Discrete(2)
+  observation_space = Box((3,), low=0.0)
+  action_space = Discrete(2, first=True)
 
   def reset(self):
     self.t = 0
