@@ -252,8 +252,7 @@ def test_dm_suite_environment():
   trajectory = task.trajectories[0][0]
   assert len(trajectory) == 4 and trajectory.done
   assert trajectory.total_return == 1.5
-  with pytest.raises(ValueError, match='dm_suite=True needs an environment'):
-    task_lib.RLTask('cartpole', dm_suite=True)
+
 
 
 def test_step_with_a_wrong_arity_is_named():
@@ -315,3 +314,23 @@ def test_agents_collect_from_an_rl_task():
     vector_task.from_task(own, n_envs=3)
   with pytest.raises(TypeError, match='expected a VectorTask or an'):
     vector_task.from_task(object())
+
+
+@pytest.mark.parametrize('name,kwargs,gymnasium_id,package', [
+    # Trax's Atari configs name a game with dm_suite=True.
+    ('boxing', dict(dm_suite=True, num_stacked_frames=4), 'ALE/Boxing-v5',
+     'ale-py'),
+    ('space_invaders', dict(dm_suite=True), 'ALE/SpaceInvaders-v5', 'ale-py'),
+    ('LunarLander-v2', {}, 'LunarLander-v3', 'Box2D'),
+    ('DM-HalfCheetah-v2', {}, 'HalfCheetah-v5', 'MuJoCo'),
+])
+def test_trax_environment_names_map_to_gymnasium(name, kwargs, gymnasium_id,
+                                                 package):
+  maker = task_lib._gymnasium_maker(name, **kwargs)  # pylint: disable=protected-access
+  assert maker.env_id == gymnasium_id
+  try:
+    maker()
+  except ImportError as e:
+    # Without the package, the error names it and how to install it.
+    assert package in str(e) and 'pip install' in str(e), str(e)
+    assert f"RLTask: the environment '{name}'" in str(e)

@@ -334,12 +334,10 @@ class RLTask:
     self._env_spec = env
     if isinstance(env, str):
       self._env_name = env
-      if dm_suite:
-        raise ValueError(
-            f'RLTask: dm_suite=True needs an environment object with the '
-            f'dm_env interface; got the name {env!r}. Load the environment '
-            f'(e.g. with dm_control.suite.load) and pass it as env.')
-      env, eval_env = _make_gymnasium(env), _make_gymnasium(env)
+      # Trax's names (and its Atari games under dm_suite) become gymnasium's.
+      self._env_spec = _gymnasium_maker(env, dm_suite, num_stacked_frames)
+      dm_suite = False
+      env, eval_env = self._env_spec(), self._env_spec()
     else:
       self._env_name = type(env).__name__
       eval_env = env
@@ -386,7 +384,9 @@ class RLTask:
 
   @property
   def env_spec(self):
-    """The `env` argument: a gymnasium name or the environment object."""
+    """How the environment was given: the environment object, or (for a
+    name) a function making new copies of it (`env_spec.env_id` is the
+    gymnasium id)."""
     return self._env_spec
 
   @property
@@ -695,14 +695,73 @@ class RLTask:
         pending = []
 
 
-def _make_gymnasium(name):
+# Trax configs' environment names that gymnasium spells otherwise, and the
+# package each needs.
+_TRAX_ENV_NAMES = {
+    'LunarLander-v2': 'LunarLander-v3',
+    'LunarLanderContinuous-v2': 'LunarLanderContinuous-v3',
+    'BipedalWalker-v2': 'BipedalWalker-v3',
+}
+_PACKAGES = (
+    ('ALE/', "ale-py (pip install ale-py), gymnasium's Atari games"),
+    ('LunarLander', 'Box2D (pip install swig "gymnasium[box2d]")'),
+    ('BipedalWalker', 'Box2D (pip install swig "gymnasium[box2d]")'),
+    ('CarRacing', 'Box2D (pip install swig "gymnasium[box2d]")'),
+)
+_MUJOCO = 'MuJoCo (pip install "gymnasium[mujoco]")'
+
+
+def _gymnasium_id(name, dm_suite):
+  """The gymnasium id for a Trax config's environment name."""
+  if dm_suite:
+    # Trax's Atari configs name a game (`boxing`, `space_invaders`) and
+    # load it through the DeepMind interface; gymnasium has it under ALE.
+    game = ''.join(part.capitalize() for part in name.split('_'))
+    return f'ALE/{game}-v5'
+  if name.startswith('DM-') and name.endswith('-v2'):
+    # Trax's MuJoCo names: `DM-HalfCheetah-v2` -> gymnasium's v5.
+    return name[len('DM-'):-len('-v2')] + '-v5'
+  return _TRAX_ENV_NAMES.get(name, name)
+
+
+def _gymnasium_maker(name, dm_suite=False, num_stacked_frames=1):
+  """A function making new copies of the environment `name`.
+
+  Its `env_id` attribute is the gymnasium id. Atari games (`dm_suite`)
+  stack their last `num_stacked_frames` frames.
+
+  Raises:
+    ImportError: if gymnasium, or the package the environment needs
+      (ale-py, Box2D, MuJoCo), is not installed; the message names it.
+  """
   try:
     import gymnasium  # pylint: disable=g-import-not-at-top
   except ImportError as e:
     raise ImportError(
         f'RLTask: making the environment {name!r} needs gymnasium; install '
         f"it with pip install 'tfnp-trax[rl]'.") from e
-  return gymnasium.make(name)
+  env_id = _gymnasium_id(name, dm_suite)
+
+  def make():
+    try:
+      env = gymnasium.make(env_id)
+    except (gymnasium.error.DependencyNotInstalled,
+            gymnasium.error.NamespaceNotFound, ImportError) as e:
+      needs = next((what for prefix, what in _PACKAGES
+                    if env_id.startswith(prefix)), None)
+      if needs is None and env_id.endswith('-v5') and not env_id.startswith(
+          'ALE/'):
+        needs = _MUJOCO
+      needs = needs or 'its package'
+      raise ImportError(
+          f'RLTask: the environment {name!r} (gymnasium {env_id!r}) needs '
+          f'{needs}, which is not installed: {e}') from e
+    if dm_suite and num_stacked_frames > 1:
+      env = gymnasium.wrappers.FrameStackObservation(env, num_stacked_frames)
+    return env
+
+  make.env_id = env_id
+  return make
 
 
 def _dm_action_space(env):

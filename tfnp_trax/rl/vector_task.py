@@ -218,7 +218,9 @@ def from_task(task, n_envs=None, seed=0):
     raise TypeError(
         f'VectorTask.from_task: expected a VectorTask or an rl.task.RLTask, '
         f'got {type(task).__name__}.')
-  if isinstance(env_spec, str):
+  env_id = getattr(env_spec, 'env_id', None)
+  if env_id is not None:
+    # An RLTask made from a name: copies made the way it made its own.
     n_envs = 8 if n_envs is None else n_envs
     return VectorTask(env_spec, gamma=task.gamma, n_envs=n_envs,
                       max_steps=task.time_limit, seed=seed)
