@@ -165,6 +165,14 @@ def test_sampling_without_a_key_uses_numpy_global_generator():
   assert first.shape == (4000,) and first.dtype == np.int32
   freq = np.bincount(first, minlength=3) / 4000.0
   np.testing.assert_allclose(freq, [0.2, 0.3, 0.5], atol=0.03)  # ~4 sigma
+  # NumPy inputs take a host-only path; tensors give the same draws.
+  np.random.seed(1)
+  np.testing.assert_array_equal(
+      np.asarray(cat.sample(tf.constant(logits))), first)
+  np.testing.assert_array_equal(
+      np.asarray(cat.sample(logits[:3], temperature=0.0)), [2, 2, 2])
+  with pytest.raises(ValueError, match='expected 3 distribution parameters'):
+    cat.sample(np.zeros((2, 4), np.float32))
   gauss = distributions.Gaussian(shape=(2,), std=0.5)
   means = np.tile(np.array([[1.0, -2.0]], np.float32), (4000, 1))
   point = np.asarray(gauss.sample(means))

@@ -121,6 +121,16 @@ class Categorical(Distribution):
     return _reshape_inner(inputs, inputs, self._shape + (self._n_categories,))
 
   def sample(self, inputs, temperature=1.0, key=None):
+    if key is None and isinstance(inputs, onp.ndarray):
+      # Host inputs (a trajectory agent's policy, one step at a time): the
+      # whole draw stays in NumPy, one conversion at the end.
+      self._check_inputs(inputs)
+      logits = inputs.reshape(inputs.shape[:-1] + self._shape +
+                              (self._n_categories,))
+      if temperature != 0.0:
+        u = onp.random.uniform(low=1e-6, high=1.0 - 1e-6, size=logits.shape)
+        logits = logits + -onp.log(-onp.log(u)) * temperature
+      return jnp.asarray(onp.argmax(logits, axis=-1), dtype=jnp.int32)
     logits = self._logits(inputs)
     if temperature == 0.0:
       return jnp.argmax(logits, axis=-1).astype(jnp.int32)
