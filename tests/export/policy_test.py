@@ -129,3 +129,59 @@ def test_wrong_inputs_are_explained(tmp_path):
   loaded = tf.saved_model.load(path)
   with pytest.raises(Exception, match='observations'):
     loaded.signatures['action'](observations=tf.zeros((3, 5)))
+
+
+def _chain_task():
+  from tests.rl import _envs  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.rl import task as task_lib  # pylint: disable=g-import-not-at-top
+  return task_lib.RLTask(_envs.Chain(), initial_trajectories=2, max_steps=6)
+
+
+def test_trajectory_agents_export_one_step_of_their_networks(tmp_path):
+  """PolicyGradient and DQN read [batch, time, ...]; a call is one step."""
+  import functools  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import layers as tl  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import models  # pylint: disable=g-import-not-at-top
+  from tfnp_trax.rl import training  # pylint: disable=g-import-not-at-top
+  obs = np.eye(4, dtype=np.float32)
+  model_fn = functools.partial(
+      models.Policy, body=lambda mode: tl.Serial(tl.Dense(8), tl.Relu()))
+  pg = training.PolicyGradient(_chain_task(), model_fn=model_fn,
+                               batch_size=2, n_trajectories_per_epoch=1)
+  pg.run(1)
+  path = export.save_policy(pg, str(tmp_path / 'pg'))
+  got, printed = _load_and_call_without_value(path, obs)
+  assert "'action', 'sample_action', 'serving_default'" in printed
+  expected = [int(pg.policy(_one_step(o), temperature=0.0)[0]) for o in obs]
+  np.testing.assert_array_equal(got['greedy'], expected)
+
+  dqn = training.DQN(_chain_task(), value_body=lambda mode: tl.Dense(8),
+                     value_batch_size=4, value_train_steps_per_epoch=2,
+                     n_trajectories_per_epoch=1)
+  dqn.run(1)
+  path = export.save_policy(dqn, str(tmp_path / 'dqn'))
+  got, _ = _load_and_call(path, obs)
+  q = np.stack([np.asarray(dqn.policy(_one_step(o), temperature=0.0)[1])
+                for o in obs])
+  np.testing.assert_array_equal(got['greedy'], q.argmax(axis=-1))
+  np.testing.assert_allclose(got['values'], q.max(axis=-1), rtol=1e-5,
+                             atol=1e-5)
+
+
+def _one_step(observation):
+  from tfnp_trax.rl import task as task_lib  # pylint: disable=g-import-not-at-top
+  return task_lib.Trajectory(observation)
+
+
+def _load_and_call_without_value(path, obs):
+  out = _isolated.run_without_tfnp_trax(f'''
+      import numpy as np
+      import tensorflow as tf
+      sigs = tf.saved_model.load({path!r}).signatures
+      obs = tf.constant(np.array({obs.tolist()!r}, np.float32))
+      np.savez({path + '/out.npz'!r},
+               greedy=sigs['action'](observations=obs)['actions'].numpy())
+      print(sorted(sigs.keys()))
+  ''')
+  with np.load(path + '/out.npz') as f:
+    return {k: f[k] for k in f.files}, out

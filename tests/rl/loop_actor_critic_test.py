@@ -130,6 +130,27 @@ def test_policy_samples_from_the_policy_head():
   assert int(action) == int(np.argmax(logits))
 
 
+def test_saved_policy_gives_the_greedy_actions_and_values(tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tfnp_trax import export  # pylint: disable=g-import-not-at-top
+  task = task_lib.RLTask(Chain(), initial_trajectories=1, max_steps=6,
+                         gamma=0.9)
+  agent = actor_critic.LoopAWR(task, model_fn, batch_size=2,
+                               n_trajectories_per_epoch=1)
+  agent.run(1)
+  loaded = tf.saved_model.load(export.save_policy(agent, str(tmp_path)))
+  obs = np.eye(4, dtype=np.float32)
+  actions = loaded.signatures['action'](observations=obs)['actions']
+  expected = [int(agent.policy(task_lib.Trajectory(o), temperature=0.0)[0])
+              for o in obs]
+  np.testing.assert_array_equal(actions.numpy(), expected)
+  # The value head predicts values times 1 - gamma (the value task's
+  # target scale); the signature gives the values themselves.
+  head = np.asarray(agent.loop.eval_model(obs[:, None])[1])[:, 0, 0]
+  values = loaded.signatures['value'](observations=obs)['values'].numpy()
+  np.testing.assert_allclose(values, head / (1 - 0.9), rtol=1e-5, atol=1e-5)
+
+
 def _reference_awr_weights(advantages, mask, beta, w_max):
   """What LoopAWR trains with: normalize, exp(a / beta), clip, mask."""
   a = (advantages - advantages.mean()) / (advantages.std() + 1e-5)

@@ -34,7 +34,8 @@ def _parts(agent):
   if not callable(exported):
     raise TypeError(
         f'save_policy: expected an RL agent with a policy_export() method '
-        f'(rl.PPO, rl.A2C, rl.AWR, rl.PPOJoint, ...), got '
+        f'(rl.PPO, rl.A2C, rl.AWR, rl.PPOJoint, rl.PolicyGradient, rl.DQN, '
+        f'...), got '
         f'{type(agent).__name__}.')
   return exported()
 
@@ -64,32 +65,45 @@ def _run_head(model, head, x, weights, state):
 
 
 class _PolicyModule(tf.Module):
-  """The policy's (and the value's) variables and signatures."""
+  """The policy's (and the value's) variables and signatures.
 
-  def __init__(self, policy, value):
+  With `time_axis`, the networks read [batch, time, ...] observations (as
+  the trajectory agents' do): a call adds a time axis of one step and
+  takes that step's outputs.
+  """
+
+  def __init__(self, policy, value, time_axis=False, policy_scale=1.0,
+               value_reduce=None):
     super().__init__(name='policy')
     model, head, weights, state = policy
     self.policy_variables = _module.LayerModule(model, weights, state)
     self._policy = (model, head)
+    self._time_axis = time_axis
+    self._policy_scale = float(policy_scale)
+    self._value_reduce = value_reduce
     self.value_variables = None
     if value is not None:
       model, head, weights, state, scale = value
       self.value_variables = _module.LayerModule(model, weights, state)
       self._value = (model, head, float(scale))
 
+  def _run(self, model, head, observations, variables):
+    x = observations[:, None] if self._time_axis else observations
+    out = tf.convert_to_tensor(_run_head(
+        model, head, x, variables.read_weights(), variables.read_state()))
+    return out[:, -1] if self._time_axis else out
+
   def dist_inputs(self, observations):
     model, head = self._policy
-    return _run_head(model, head, observations,
-                     self.policy_variables.read_weights(),
-                     self.policy_variables.read_state())
+    out = self._run(model, head, observations, self.policy_variables)
+    return out * self._policy_scale if self._policy_scale != 1.0 else out
 
   def values(self, observations):
     model, head, scale = self._value
-    values = _run_head(model, head, observations,
-                       self.value_variables.read_weights(),
-                       self.value_variables.read_state())
-    values = tf.convert_to_tensor(values)
-    if values.shape.rank is not None and values.shape.rank > 1:
+    values = self._run(model, head, observations, self.value_variables)
+    if self._value_reduce == 'max':  # Q-values: the best action's.
+      values = tf.reduce_max(values, axis=-1)
+    elif values.shape.rank is not None and values.shape.rank > 1:
       values = tf.squeeze(values, axis=-1)
     return values * scale
 
@@ -105,8 +119,11 @@ def save_policy(agent, path, observation_signature=None, temperature=1.0):
     >>> loaded.signatures['action'](observations=obs)  # doctest: +SKIP
 
   Args:
-    agent: an RL agent (rl.PPO, rl.A2C, rl.AWR, rl.PPOJoint, rl.A2CJoint,
-      rl.AWRJoint, ...).
+    agent: an RL agent: the lock-step ones (rl.PPO, rl.A2C, rl.AWR and the
+      joint ones) or Trax's trajectory agents (rl.PolicyGradient,
+      rl.ExpertIteration, rl.LoopAWR; rl.DQN, whose `action` is the argmax
+      of its Q-values, `sample_action` draws from their softmax and
+      `value` is their maximum).
     path: the directory to write.
     observation_signature: ShapeDtype of an observation batch; by default
       float32 [None] + the observation space's shape.
@@ -129,7 +146,10 @@ def save_policy(agent, path, observation_signature=None, temperature=1.0):
   action_space = parts['action_space']
   sig = _observation_signature(parts['observation_space'],
                                observation_signature)
-  module = _PolicyModule(parts['policy'], parts['value'])
+  module = _PolicyModule(parts['policy'], parts['value'],
+                         time_axis=parts.get('time_axis', False),
+                         policy_scale=parts.get('policy_scale', 1.0),
+                         value_reduce=parts.get('value_reduce'))
   where = 'save_policy'
   spec = _module.relaxed_spec(sig, 'observations')
   clip = None

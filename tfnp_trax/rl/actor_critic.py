@@ -459,6 +459,14 @@ class LoopActorCriticAgent(rl_training.Agent):
     """The Loop that trains the network."""
     return self._loop
 
+  def policy_export(self):
+    """The policy and value heads for `export.save_policy`."""
+    weights, state = self._loop.model.weights, self._collect_model.state
+    model = self._loop.eval_model
+    return rl_training._trajectory_policy_export(  # pylint: disable=protected-access
+        self, model, 0, weights, state,
+        (model, 1, weights, state, 1.0 / (1.0 - self.task.gamma)))
+
   def policy(self, trajectory, temperature=1.0):
     """`(action, dist_inputs)` from the policy head, on the last steps."""
     piece = trajectory.suffix(self._max_slice_length)

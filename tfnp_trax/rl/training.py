@@ -309,6 +309,17 @@ class Agent:
     pass
 
 
+def _trajectory_policy_export(agent, model, head, weights, state, value):
+  """`policy_export` parts of a trajectory agent: its networks read
+  observations [batch, time, ...]; an exported call is one time step."""
+  return {'policy': (model, head, weights, state),
+          'distribution': agent._policy_dist,  # pylint: disable=protected-access
+          'value': value,
+          'observation_space': agent.task.observation_space,
+          'action_space': agent.task.action_space,
+          'time_axis': True}
+
+
 def _last_step_prediction(outputs, head_index, n_inputs, where):
   if isinstance(outputs, (tuple, list)):
     outputs = outputs[head_index]
@@ -505,6 +516,12 @@ class LoopPolicyAgent(Agent):
   def loop(self):
     """The Loop that trains the policy."""
     return self._loop
+
+  def policy_export(self):
+    """The policy network for `export.save_policy` (see `Agent`)."""
+    return _trajectory_policy_export(self, self._loop.eval_model, None,
+                                     self._loop.model.weights,
+                                     self._collect_model.state, None)
 
   def _slice(self, trajectory):
     piece = trajectory.suffix(self._max_slice_length)
@@ -867,6 +884,21 @@ class DQN(ValueAgent):
     else:
       action = onp.argmax(values)
     return action, values
+
+  def policy_export(self):
+    """The Q-network for `export.save_policy`: `action` is the greedy
+    action (argmax Q), `sample_action` draws from softmax(Q) (Boltzmann
+    exploration) and `value` is max_a Q."""
+    model = self._value_eval_model
+    parts = _trajectory_policy_export(
+        self, model, None, self._value_trainer.model_weights,
+        self._value_trainer.model_state, None)
+    parts['value'] = (model, None, self._value_trainer.model_weights,
+                      self._value_trainer.model_state,
+                      self._value_network_scale)
+    parts['policy_scale'] = self._value_network_scale
+    parts['value_reduce'] = 'max'
+    return parts
 
   def _run_value_model(self, obs, use_eval_model=True):
     """Q-values [batch, length, n_actions] of the target or trained net."""
