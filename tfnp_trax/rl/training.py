@@ -28,6 +28,7 @@ import contextlib
 import functools
 import os
 import time
+import weakref
 
 import numpy as onp
 
@@ -66,14 +67,20 @@ class _Network:
   """
 
   def __init__(self, model):
-    self.model = model
+    # A weak reference: the runner lives in a cache keyed by the layer.
+    self._model = weakref.ref(model)
     self._weights = _compiled.HeldTree()
     self._state = _compiled.HeldTree()
     self._held = (None, None)  # Leaves last assigned (kept alive).
 
     def apply(x, rng):
-      return model.pure_fn(x, self._weights.read(), self._state.read(), rng)
+      return self.model.pure_fn(x, self._weights.read(), self._state.read(),
+                                rng)
     self._apply = fastmath.jit(apply, jit_compile=False)
+
+  @property
+  def model(self):
+    return self._model()
 
   def __call__(self, x, weights=None, state=None):
     """The outputs on `x`; the layer's own state is updated unless given."""
@@ -99,11 +106,14 @@ def _same_objects(xs, ys):
       x is y for x, y in zip(xs, ys))
 
 
+# One compiled runner per layer, alive as long as the layer is.
+_NETWORKS = weakref.WeakKeyDictionary()
+
+
 def _network(model):
-  runner = getattr(model, '_tfnp_trax_network', None)
+  runner = _NETWORKS.get(model)
   if runner is None:
-    runner = _Network(model)
-    model._tfnp_trax_network = runner  # pylint: disable=protected-access
+    runner = _NETWORKS[model] = _Network(model)
   return runner
 
 
