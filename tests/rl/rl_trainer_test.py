@@ -76,6 +76,13 @@ def _run_in_process(config, bindings, output_dir):
     # Double DQN on n-step returns.
     ('dqn_cartpole_regression.gin', ['DQN.value_train_steps_per_epoch = 5',
                                      'DQN.n_interactions_per_epoch = 50']),
+    # ExpertIteration (the config's own agent) with a TransformerDecoder
+    # policy on the copy task's SequenceDataEnv.
+    ('light_copy.gin', ['RLTask.initial_trajectories = 10',
+                        'ExpertIteration.n_trajectories_per_epoch = 4',
+                        'ExpertIteration.n_train_steps_per_epoch = 2',
+                        'ExpertIteration.n_eval_episodes = 1',
+                        'batch_size = 8']),
 ])
 def test_config_trains_and_resumes(tmp_path, config, bindings):
   out = str(tmp_path / 'run')

@@ -71,6 +71,9 @@ def train_rl(output_dir, n_epochs=10000, light_rl=True,
 def main(argv):
   """Runs the RL trainer with Trax's flags; returns the exit code."""
   from tfnp_trax import gin_config  # pylint: disable=g-import-not-at-top
+  # A second call in one process starts from the defaults: parsing again
+  # would add to the multi-valued flags of the first.
+  FLAGS.unparse_flags()
   try:
     FLAGS(argv)
   except flags.Error as e:
