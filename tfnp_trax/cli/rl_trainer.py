@@ -26,18 +26,15 @@ from absl import flags
 from absl import logging
 import gin
 
+from tfnp_trax.cli import _trainer_flags
 from tfnp_trax.rl import task as rl_task
 from tfnp_trax.rl import training as light_trainers
 
 __all__ = ['FLAGS', 'train_rl', 'main']
 
-FLAGS = flags.FlagValues()
-flags.DEFINE_string('output_dir', None, 'Path to the directory to save logs '
-                    'and checkpoints.', flag_values=FLAGS)
-flags.DEFINE_multi_string('config_file', None, 'Configuration file with '
-                          'parameters (.gin).', flag_values=FLAGS)
-flags.DEFINE_multi_string('config', None, 'Configuration parameters (gin '
-                          'string).', flag_values=FLAGS)
+# Trax's RL trainer reads the trainer's flags (`--output_dir`,
+# `--config_file`, `--config`, ...), so it uses the same ones.
+FLAGS = _trainer_flags.FLAGS
 
 
 @gin.configurable(denylist=['output_dir'], module='trax')

@@ -2,7 +2,7 @@
 
 from tfnp_trax.fastmath import numpy as jnp
 
-__all__ = ['same_shape', 'squeeze_last']
+__all__ = ['same_shape', 'expect_shape', 'squeeze_last']
 
 
 def same_shape(fn_name, name_a, a, name_b, b, hint=''):
@@ -12,6 +12,14 @@ def same_shape(fn_name, name_a, a, name_b, b, hint=''):
     raise ValueError(
         f'{fn_name}: {name_a}.shape {shape_a} does not match {name_b}.shape '
         f'{shape_b}; they must be equal.' + (f' {hint}' if hint else ''))
+
+
+def expect_shape(component, name, shape, expected, hint=''):
+  """Raises a ValueError naming `component` unless `shape == expected`."""
+  shape, expected = tuple(shape), tuple(expected)
+  if shape != expected:
+    raise ValueError(f'{component}: {name} has shape {shape}, expected '
+                     f'{expected}.' + (f' {hint}' if hint else ''))
 
 
 def squeeze_last(fn_name, name, x):

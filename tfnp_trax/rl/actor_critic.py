@@ -307,10 +307,6 @@ def every(n_steps):
   return at_multiples
 
 
-def _every_100_steps(step):
-  return step % 100 == 0
-
-
 def _identity(x):
   return x
 
@@ -376,7 +372,7 @@ class LoopActorCriticAgent(rl_training.Agent):
                policy_lr_schedule=lr.multifactor,
                policy_n_steps_per_epoch=1000, policy_weight_fn=_identity,
                value_lr_schedule=lr.multifactor,
-               value_n_steps_per_epoch=1000, value_sync_at=_every_100_steps,
+               value_n_steps_per_epoch=1000, value_sync_at=every(100),
                advantage_estimator=advantages_lib.monte_carlo,
                batch_size=64, network_eval_at=None, n_eval_batches=1,
                max_slice_length=1, margin=0, n_replay_epochs=1, **kwargs):

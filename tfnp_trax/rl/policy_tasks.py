@@ -24,6 +24,7 @@ import numpy as onp
 
 from tfnp_trax import layers as tl
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.rl import _checks
 from tfnp_trax.rl import awr
 from tfnp_trax.rl import distributions
 from tfnp_trax.supervised import training
@@ -31,23 +32,15 @@ from tfnp_trax.supervised import training
 __all__ = ['PolicyTrainTask', 'PolicyEvalTask']
 
 
-def _expect_shape(component, name, shape, expected, hint=''):
-  """Raises a ValueError naming `component` unless `shape == expected`."""
-  shape, expected = tuple(shape), tuple(expected)
-  if shape != expected:
-    raise ValueError(f'{component}: {name} has shape {shape}, expected '
-                     f'{expected}.' + (f' {hint}' if hint else ''))
-
-
 def _check_trajectory_batch(component, trajectory_batch):
   """Returns `(batch_size, seq_len)`, checking actions and mask agree."""
   batch_size, seq_len = tuple(trajectory_batch.observation.shape[:2])
-  _expect_shape(component, 'trajectory_batch.action',
+  _checks.expect_shape(component, 'trajectory_batch.action',
                 tuple(trajectory_batch.action.shape[:2]),
                 (batch_size, seq_len),
                 'Its leading axes must be the observations\' '
                 '(batch_size, seq_len).')
-  _expect_shape(component, 'trajectory_batch.mask',
+  _checks.expect_shape(component, 'trajectory_batch.mask',
                 trajectory_batch.mask.shape, (batch_size, seq_len),
                 'The mask has one entry per timestep.')
   return batch_size, seq_len
@@ -143,7 +136,7 @@ class PolicyTrainTask(training.TrainTask):
       values = onp.zeros((batch_size, seq_len))
     else:
       values = onp.array(self._value_fn(trajectory_batch))
-      _expect_shape('PolicyTrainTask', 'value_fn(trajectory_batch)',
+      _checks.expect_shape('PolicyTrainTask', 'value_fn(trajectory_batch)',
                     values.shape, (batch_size, seq_len),
                     'value_fn must give one value per timestep.')
     return self._advantage_estimator(

@@ -420,13 +420,9 @@ class PolicyAgent(Agent):
     return self._policy_dist.sample(pred, temperature=temperature), pred
 
   def train_epoch(self):
-    n_evals = remaining_evals(self._policy_trainer.step, self._epoch,
-                              self._policy_train_steps_per_epoch,
-                              self._policy_evals_per_epoch)
-    for _ in range(n_evals):
-      self._policy_trainer.train_epoch(
-          self._policy_train_steps_per_epoch // self._policy_evals_per_epoch,
-          self._policy_eval_steps)
+    _train_rest_of_epoch(self._policy_trainer, self._epoch,
+                         self._policy_train_steps_per_epoch,
+                         self._policy_evals_per_epoch, self._policy_eval_steps)
 
   def close(self):
     self._policy_trainer.close()
@@ -456,6 +452,20 @@ def remaining_evals(cur_step, epoch, train_steps_per_epoch, evals_per_epoch):
     raise ValueError(f'Done steps ({done}) must divide train steps per eval '
                      f'({per_eval}).')
   return evals_per_epoch - done // per_eval
+
+
+def _train_rest_of_epoch(trainer, epoch, train_steps_per_epoch,
+                         evals_per_epoch, eval_steps, after_each=None):
+  """Runs the epoch `Trainer`'s evaluation periods left in `epoch`.
+
+  A resumed trainer may be partway through the epoch (`remaining_evals`);
+  `after_each` runs after each period's training and evaluation.
+  """
+  for _ in range(remaining_evals(trainer.step, epoch, train_steps_per_epoch,
+                                 evals_per_epoch)):
+    trainer.train_epoch(train_steps_per_epoch // evals_per_epoch, eval_steps)
+    if after_each is not None:
+      after_each()
 
 
 class LoopPolicyAgent(Agent):
@@ -750,16 +760,12 @@ class ValueAgent(Agent):
 
   def train_epoch(self):
     self._sync_target()
-    n_evals = remaining_evals(self._value_trainer.step, self._epoch,
-                              self._value_train_steps_per_epoch,
-                              self._value_evals_per_epoch)
-    for _ in range(n_evals):
-      self._value_trainer.train_epoch(
-          self._value_train_steps_per_epoch // self._value_evals_per_epoch,
-          self._value_eval_steps)
-      self._value_trainer.log_metrics(
-          {'exploration_rate': self._exploration_rate(self._epoch)}, None,
-          'dqn')
+    _train_rest_of_epoch(
+        self._value_trainer, self._epoch, self._value_train_steps_per_epoch,
+        self._value_evals_per_epoch, self._value_eval_steps,
+        after_each=lambda: self._value_trainer.log_metrics(
+            {'exploration_rate': self._exploration_rate(self._epoch)}, None,
+            'dqn'))
     if self._sync_at(self._value_trainer.step):
       self._sync_target()
 

@@ -34,17 +34,10 @@ import numpy as onp
 from tfnp_trax import fastmath
 from tfnp_trax import layers as tl
 from tfnp_trax.fastmath import numpy as jnp
+from tfnp_trax.rl import _checks
 from tfnp_trax.supervised import training
 
 __all__ = ['ValueTrainTask', 'ValueEvalTask']
-
-
-def _expect_shape(component, name, shape, expected, hint=''):
-  """Raises a ValueError naming `component` unless `shape == expected`."""
-  shape, expected = tuple(shape), tuple(expected)
-  if shape != expected:
-    raise ValueError(f'{component}: {name} has shape {shape}, expected '
-                     f'{expected}.' + (f' {hint}' if hint else ''))
 
 
 def _every_100_steps(step):
@@ -170,15 +163,15 @@ class ValueTrainTask(training.TrainTask):
       self._sync_target_model()
     observation = trajectory_batch.observation
     batch_size, seq_len = tuple(observation.shape[:2])
-    _expect_shape('ValueTrainTask', 'trajectory_batch.action',
+    _checks.expect_shape('ValueTrainTask', 'trajectory_batch.action',
                   trajectory_batch.action.shape[:2], (batch_size, seq_len),
                   'Its leading axes must be the observations\' (batch_size, '
                   'seq_len).')
-    _expect_shape('ValueTrainTask', 'trajectory_batch.mask',
+    _checks.expect_shape('ValueTrainTask', 'trajectory_batch.mask',
                   trajectory_batch.mask.shape, (batch_size, seq_len),
                   'The mask has one entry per timestep.')
     values = onp.array(self.value(trajectory_batch, shape_only=shape_only))
-    _expect_shape('ValueTrainTask', 'the target values', values.shape,
+    _checks.expect_shape('ValueTrainTask', 'the target values', values.shape,
                   (batch_size, seq_len))
     advantages = onp.asarray(self._advantage_estimator(
         rewards=trajectory_batch.reward,
